@@ -1,0 +1,147 @@
+"""``toolwild import ...``: bring tool lists published in other formats into toolwild's JSONL.
+
+Each command reads a foreign format, writes one `Tool` per line, and prints what it read, what it skipped and
+what the schema lint found, so the defects of a source are visible at import time rather than discovered later
+when a simulator or an agent trips over them. The lead CLI mounts :data:`import_app` as ``toolwild import``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from toolwild.core.formats.synthtools import (
+    LintCode,
+    LintFinding,
+    SkippedFile,
+    load_synthtools_dir,
+    write_tools_jsonl,
+)
+from toolwild.errors import DataError
+
+__all__ = ["import_app"]
+
+SKIPPED_SHOWN = 10
+"""How many skipped files are listed by name; the rest are only counted (a broken release skips thousands)."""
+
+import_app = typer.Typer(
+    help="Import tools published in other formats (SynthTools, ...) into toolwild JSONL.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@import_app.callback()
+def _import_group() -> None:
+    """Import tools published in other formats into toolwild JSONL.
+
+    Why an explicit callback: without it Typer collapses a one-command app into that command, and
+    ``toolwild import synthtools ...`` would stop working the day it is mounted.
+    """
+
+
+def _lint_table(findings: list[LintFinding]) -> Table:
+    """Count findings per code, listing every code (zeros too) so runs over different sources compare."""
+    counts = Counter(f.code for f in findings)
+    table = Table(title="Parameter schema lint", title_justify="left")
+    table.add_column("code")
+    table.add_column("count", justify="right")
+    for code in LintCode:
+        table.add_row(code.value, f"{counts.get(code, 0):,}")
+    table.add_row("total", f"{len(findings):,}", style="bold")
+    return table
+
+
+def _skipped_table(skipped: list[SkippedFile]) -> Table:
+    """The first :data:`SKIPPED_SHOWN` skipped files with the reason each was rejected."""
+    table = Table(title=f"Skipped files (first {min(len(skipped), SKIPPED_SHOWN)})", title_justify="left")
+    table.add_column("file", overflow="fold")
+    table.add_column("reason", overflow="fold")
+    for item in skipped[:SKIPPED_SHOWN]:
+        table.add_row(item.file, item.reason)
+    return table
+
+
+@import_app.command("synthtools")
+def synthtools(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            metavar="DIR",
+            exists=True,
+            readable=True,
+            help="SynthTools release: the unpacked tool_content/ directory, its tool_json/ directory, "
+            "or tool_content.tar.gz itself (read without extracting).",
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            dir_okay=False,
+            help="Destination JSONL file, one Tool per line (replaced atomically; its directory must exist).",
+        ),
+    ],
+    skip_invalid: Annotated[
+        bool,
+        typer.Option(
+            "--skip-invalid",
+            help="Skip malformed tool files and report them, instead of stopping at the first one.",
+        ),
+    ] = False,
+) -> None:
+    """Import SynthTools tool_json/*.json specs and lint their parameter schemas.
+
+    Tools are converted as published (defects are reported, not repaired) and written in sorted file order.
+    Exits with status 1 and a one-line reason if the source or, without --skip-invalid, any file is malformed.
+    """
+    console = Console()
+    err = Console(stderr=True)
+    if not out.parent.is_dir():  # fail before reading thousands of files, not after
+        err.print(f"[bold red]error:[/] output directory {out.parent} does not exist", highlight=False)
+        raise typer.Exit(1)
+    progress = Progress(
+        TextColumn("reading tool specs"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+    try:
+        with progress:
+            task = progress.add_task("read", total=None)
+
+            def advance(done: int, total: int) -> None:
+                progress.update(task, completed=done, total=total)
+
+            tools, findings, skipped = load_synthtools_dir(
+                source, skip_invalid=skip_invalid, progress=advance
+            )
+    except DataError as exc:
+        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+
+    files_read = len(tools) + len(skipped)
+    if not tools:
+        err.print(f"[bold red]error:[/] no valid tool specs in {source} ({len(skipped):,} files skipped)")
+        raise typer.Exit(1)
+    try:
+        written = write_tools_jsonl(tools, out)
+    except OSError as exc:
+        err.print(f"[bold red]error:[/] cannot write {out}: {exc.strerror or exc}", highlight=False)
+        raise typer.Exit(1) from None
+
+    console.print(f"files read:    {files_read:,}")
+    console.print(f"tools written: {written:,} -> {out}", highlight=False, soft_wrap=True)
+    console.print(f"files skipped: {len(skipped):,}")
+    if skipped:
+        console.print(_skipped_table(skipped))
+    console.print(_lint_table(findings))

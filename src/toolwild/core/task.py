@@ -1,0 +1,182 @@
+"""`Task`: one user request, its type, and the gold DAG of actions that solves it.
+
+The gold DAG is WildToolBench's: nodes are tool calls or one of two pseudo-actions (ask the user for missing
+parameters; prepare the final answer), with explicit dependencies. Legal execution orders are derived from it by
+:mod:`toolwild.eval.scoring.dag`, never stored.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "ANSWER_ACTION",
+    "ASK_ACTION",
+    "PSEUDO_ACTIONS",
+    "Action",
+    "CoarseType",
+    "GoldNode",
+    "NodeKind",
+    "Task",
+    "TaskType",
+    "TurnSubtype",
+]
+
+ASK_ACTION = "ask_user_for_required_parameters"
+"""Pseudo-action: the agent must ask the user for missing required parameters."""
+ANSWER_ACTION = "prepare_to_answer"
+"""Pseudo-action: the agent answers in text; always the sink node of a task."""
+PSEUDO_ACTIONS = frozenset({ASK_ACTION, ANSWER_ACTION})
+
+
+class TaskType(StrEnum):
+    """The six task types of WildToolBench (values are the published labels)."""
+
+    SINGLE = "Single-Tool"
+    PARALLEL = "Parallel Multi-Tool"
+    SEQUENTIAL = "Sequential Multi-Tool"
+    MIXED = "Mixed Multi-Tool"
+    CLARIFY = "Clarify"
+    CHAT = "Chat"
+
+    @property
+    def coarse(self) -> CoarseType:
+        """The coarse type used for instruction transitions (single / multi / clarify / chat)."""
+        if self in (TaskType.PARALLEL, TaskType.SEQUENTIAL, TaskType.MIXED):
+            return CoarseType.MULTI
+        return {
+            TaskType.SINGLE: CoarseType.SINGLE,
+            TaskType.CLARIFY: CoarseType.CLARIFY,
+            TaskType.CHAT: CoarseType.CHAT,
+        }[self]
+
+    @property
+    def is_multi(self) -> bool:
+        """True for the three multi-tool types."""
+        return self.coarse is CoarseType.MULTI
+
+
+class CoarseType(StrEnum):
+    """The four coarse task kinds whose changes between adjacent tasks are "instruction transitions"."""
+
+    SINGLE = "single"
+    MULTI = "multi"
+    CLARIFY = "clarify"
+    CHAT = "chat"
+
+
+class TurnSubtype(StrEnum):
+    """Hidden-intent subtype of a task (the first task of a session is always ``First Turn``)."""
+
+    FIRST = "First Turn"
+    COREFERENTIAL = "Coreferential Reference"
+    PARTIAL = "Partial Information"
+    LONG_RANGE = "Long-Range Dependency"
+
+
+class NodeKind(StrEnum):
+    """What a gold node asks of the agent."""
+
+    CALL = "call"
+    ASK = "ask"
+    ANSWER = "answer"
+
+
+class Action(BaseModel):
+    """A named action with JSON arguments (a tool call or a pseudo-action)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class GoldNode(BaseModel):
+    """One node of a gold DAG.
+
+    ``observation`` is the recorded tool result for a call, the gold clarification question for an ask, and the
+    gold final answer for ``prepare_to_answer``. ``user_input`` is the user's reply to an ask.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    idx: int
+    action: Action
+    observation: Any = None
+    dependency_list: list[int] = Field(default_factory=list)
+    user_input: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Unmodelled fields of the source record, kept for lossless round trips."""
+
+    @property
+    def name(self) -> str:
+        """The action name."""
+        return self.action.name
+
+    @property
+    def kind(self) -> NodeKind:
+        """Call, ask or answer."""
+        if self.action.name == ASK_ACTION:
+            return NodeKind.ASK
+        if self.action.name == ANSWER_ACTION:
+            return NodeKind.ANSWER
+        return NodeKind.CALL
+
+
+class Task(BaseModel):
+    """A user utterance, its type and hidden-intent subtype, and the gold DAG that solves it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    utterance: str
+    type: TaskType
+    subtype: TurnSubtype = TurnSubtype.FIRST
+    gold: list[GoldNode]
+    expected_state: dict[str, Any] | None = None
+    """For free-running evaluation on a stateful environment: the state the environment should end in."""
+
+    @model_validator(mode="after")
+    def _check_dag(self) -> Task:
+        """Reject DAGs the scorer cannot interpret, with the offending node named."""
+        n = len(self.gold)
+        if n == 0:
+            raise ValueError("gold DAG is empty")
+        for pos, node in enumerate(self.gold):
+            if node.idx != pos:
+                raise ValueError(f"gold[{pos}].idx is {node.idx}, expected {pos} (nodes must be in idx order)")
+            for dep in node.dependency_list:
+                if not isinstance(dep, int) or dep < 0 or dep >= n:
+                    raise ValueError(f"gold[{pos}].dependency_list names node {dep!r}, which does not exist")
+                if dep == pos:
+                    raise ValueError(f"gold[{pos}].dependency_list names the node itself")
+        # Cycle check (Kahn): a cyclic DAG would make every execution order illegal.
+        indeg = [len(set(node.dependency_list)) for node in self.gold]
+        children: list[list[int]] = [[] for _ in range(n)]
+        for node in self.gold:
+            for dep in set(node.dependency_list):
+                children[dep].append(node.idx)
+        ready = [i for i in range(n) if indeg[i] == 0]
+        seen = 0
+        while ready:
+            i = ready.pop()
+            seen += 1
+            for c in children[i]:
+                indeg[c] -= 1
+                if indeg[c] == 0:
+                    ready.append(c)
+        if seen != n:
+            raise ValueError("gold DAG has a dependency cycle")
+        return self
+
+    @property
+    def coarse_type(self) -> CoarseType:
+        """single / multi / clarify / chat."""
+        return self.type.coarse
+
+    @property
+    def call_nodes(self) -> list[GoldNode]:
+        """The real tool calls of the gold DAG (pseudo-actions left out)."""
+        return [n for n in self.gold if n.kind is NodeKind.CALL]

@@ -1,0 +1,142 @@
+"""The published metric JSON (spec §6), computed from session verdicts, plus our extensions under ``extensions``."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from toolwild.core.task import TaskType, TurnSubtype
+from toolwild.core.verdict import ErrorClass, Metrics, ScoringMode, SessionVerdict
+from toolwild.eval.metrics.ci import bootstrap_accuracy
+
+__all__ = ["compute_metrics"]
+
+
+def _leaf() -> dict[str, Any]:
+    return {"correct_count": 0, "total_count": 0}
+
+
+def _finish(info: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Put ``accuracy`` first in every leaf, as the published file does."""
+    out = {}
+    for key, leaf in info.items():
+        total = leaf["total_count"]
+        out[key] = {"accuracy": leaf["correct_count"] / total if total else 0.0, **leaf}
+    return out
+
+
+def _finish_rate(info: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for key, leaf in info.items():
+        total = leaf["total_step"]
+        out[key] = {"rate": leaf["complete_step"] / total if total else 0.0, **leaf}
+    return out
+
+
+def _add(leaf: dict[str, Any], correct: bool) -> None:
+    leaf["total_count"] += 1
+    if correct:
+        leaf["correct_count"] += 1
+
+
+def compute_metrics(
+    verdicts: Sequence[SessionVerdict],
+    *,
+    model_name: str,
+    mode: ScoringMode = ScoringMode.WTB,
+    count_infra_errors: bool = False,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> Metrics:
+    """Aggregate session verdicts into the published metric structure.
+
+    Args:
+        verdicts: one per session.
+        model_name: recorded in the file.
+        mode: recorded under ``extensions``.
+        count_infra_errors: count sessions lost to provider failures as failed (default: leave them out).
+        resamples: bootstrap resamples for the confidence intervals (0 turns them off).
+        seed: bootstrap seed (recorded).
+    """
+    scored = [v for v in verdicts if count_infra_errors or not v.infra_error]
+    total = {"task": _leaf(), "session": _leaf()}
+    types = {k: _leaf() for k in (
+        "Single-Tool", "Multi-Tool", "Parallel Multi-Tool", "Sequential Multi-Tool", "Mixed Multi-Tool",
+        "Clarify", "Chat",
+    )}
+    layers: dict[str, dict[str, Any]] = {}
+    subtypes = {k: _leaf() for k in (
+        "First Turn", "Subsequent Turn", "Coreferential Reference", "Partial Information", "Long-Range Dependency",
+    )}
+    optimal = {k: _leaf() for k in ("Total", "Parallel Multi-Tool", "Mixed Multi-Tool")}
+    progress = {k: {"complete_step": 0, "total_step": 0} for k in (
+        "Total", "Sequential Multi-Tool", "Mixed Multi-Tool",
+    )}
+    transitions: dict[str, dict[str, dict[str, Any]]] = {
+        str(k): {"session": _leaf(), "task": _leaf()} for k in range(4)
+    }
+    taxonomy: Counter[str] = Counter()
+    per_session: list[tuple[int, int]] = []
+    for sv in scored:
+        _add(total["session"], sv.correct)
+        bucket = transitions.setdefault(str(sv.transitions), {"session": _leaf(), "task": _leaf()})
+        _add(bucket["session"], sv.correct)
+        n_correct = 0
+        for tv in sv.tasks:
+            ok = tv.label == "correct"
+            n_correct += ok
+            _add(total["task"], ok)
+            _add(bucket["task"], ok)
+            _add(types[tv.task_type.value], ok)
+            if tv.task_type.is_multi:
+                _add(types["Multi-Tool"], ok)
+            _add(layers.setdefault(str(tv.task_index), _leaf()), ok)
+            if tv.task_index == 0:
+                _add(subtypes["First Turn"], ok)
+            else:
+                _add(subtypes["Subsequent Turn"], ok)
+                if tv.subtype is not TurnSubtype.FIRST:
+                    _add(subtypes[tv.subtype.value], ok)
+            if tv.task_type in (TaskType.PARALLEL, TaskType.MIXED):
+                _add(optimal["Total"], tv.is_optimal)
+                _add(optimal[tv.task_type.value], tv.is_optimal)
+            if tv.task_type in (TaskType.SEQUENTIAL, TaskType.MIXED):
+                for key in ("Total", tv.task_type.value):
+                    progress[key]["complete_step"] += tv.progress_complete
+                    progress[key]["total_step"] += tv.progress_total
+            if not ok and tv.error_class is not None:
+                taxonomy[tv.error_class.value] += 1
+        per_session.append((n_correct, len(sv.tasks)))
+    for k in ("0", "1", "2", "3"):
+        layers.setdefault(k, _leaf())
+    failed = sum(taxonomy.values())
+    extensions: dict[str, Any] = {
+        "mode": mode.value,
+        "sessions_scored": len(scored),
+        "infra_error_sessions": [v.session_id for v in verdicts if v.infra_error],
+        "inference_error_sessions": [v.session_id for v in verdicts if v.inference_error and not v.infra_error],
+        "infra_errors_counted": count_infra_errors,
+        "transition_info": {k: {kk: _finish({kk: vv})[kk] for kk, vv in v.items()}
+                            for k, v in sorted(transitions.items())},
+        "error_taxonomy": {
+            cls.value: {
+                "family": cls.family,
+                "count": taxonomy.get(cls.value, 0),
+                "share": taxonomy.get(cls.value, 0) / failed if failed else 0.0,
+            }
+            for cls in ErrorClass
+        },
+    }
+    if resamples > 0 and per_session:
+        extensions["confidence_intervals"] = bootstrap_accuracy(per_session, resamples=resamples, seed=seed)
+    return Metrics(
+        model_name=model_name,
+        total_info=_finish(total),
+        task_type_info=_finish(types),
+        layer_info=_finish(dict(sorted(layers.items(), key=lambda kv: int(kv[0])))),
+        turn_subtype_info=_finish(subtypes),
+        optimal_info=_finish(optimal),
+        progress_info=_finish_rate(progress),
+        extensions=extensions,
+    )
