@@ -122,9 +122,7 @@ def synthtools(
             def advance(done: int, total: int) -> None:
                 progress.update(task, completed=done, total=total)
 
-            tools, findings, skipped = load_synthtools_dir(
-                source, skip_invalid=skip_invalid, progress=advance
-            )
+            tools, findings, skipped = load_synthtools_dir(source, skip_invalid=skip_invalid, progress=advance)
     except DataError as exc:
         err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None

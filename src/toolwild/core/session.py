@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,7 +15,7 @@ __all__ = ["Session", "Suite", "count_transitions"]
 
 def count_transitions(tasks: list[Task]) -> int:
     """Number of adjacent task pairs whose coarse type (single/multi/clarify/chat) differs."""
-    return sum(1 for a, b in zip(tasks, tasks[1:], strict=False) if a.coarse_type != b.coarse_type)
+    return sum(1 for a, b in itertools.pairwise(tasks) if a.coarse_type != b.coarse_type)
 
 
 class Session(BaseModel):
@@ -24,7 +25,9 @@ class Session(BaseModel):
 
     id: str
     env_info: str
-    """The context line, e.g. ``"2024-07-11 22:11:58 Thursday"``; the system message is ``"Current Date: " + env_info``."""
+    """The context line, e.g. ``"2024-07-11 22:11:58 Thursday"``.
+
+    The only system message is ``"Current Date: " + env_info``."""
     tools: list[Tool]
     tasks: list[Task]
     environment: str | None = None

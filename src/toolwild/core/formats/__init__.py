@@ -1,1 +1,1 @@
-"""toolwild subpackage."""
+"""Foreign formats <-> toolwild nouns (WildToolBench sessions and results, SynthTools tools, OpenAI tools)."""

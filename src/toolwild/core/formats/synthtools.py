@@ -52,9 +52,7 @@ __all__ = [
 SOURCE = "synthtools"
 """Value of ``Tool.extra["source"]`` for tools imported here."""
 
-_KNOWN_KEYS = frozenset(
-    {"tool_name", "tool_description", "parameters", "error_messages", "usage", "output_details"}
-)
+_KNOWN_KEYS = frozenset({"tool_name", "tool_description", "parameters", "error_messages", "usage", "output_details"})
 _STEM_RE = re.compile(r"(?P<field>.+)_tool_spec_(?P<spec>\d+)__(?P<name>.+)")
 _JSON_SCHEMA_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object", "null"})
 _TOOL_JSON_DIR = "tool_json"
@@ -107,9 +105,7 @@ def _convert_parameters(params: Any) -> dict[str, Any]:
         DataError: ``parameters`` is not a map, a parameter is not an object, or ``required`` not a boolean.
     """
     if not isinstance(params, dict):
-        raise DataError(
-            f"expected an object (name -> parameter), got {_type_name(params)}", field="parameters"
-        )
+        raise DataError(f"expected an object (name -> parameter), got {_type_name(params)}", field="parameters")
     properties: dict[str, Any] = {}
     required: list[str] = []
     for pname, spec in params.items():
@@ -182,9 +178,7 @@ def tool_from_synthtools(data: Any, *, source_id: str | None = None) -> Tool:
         raise DataError(f"expected a string, got {_type_name(usage)}", field="usage")
     outputs = data.get("output_details")
     if outputs is not None and not isinstance(outputs, dict):
-        raise DataError(
-            f"expected an object (name -> output), got {_type_name(outputs)}", field="output_details"
-        )
+        raise DataError(f"expected an object (name -> output), got {_type_name(outputs)}", field="output_details")
 
     extra: dict[str, Any] = {"source": SOURCE, "identifier": synthtools_identifier(name)}
     if source_id is not None:
@@ -275,6 +269,7 @@ class SynthToolsLoad(NamedTuple):
 
 
 def _is_tool_json(path: PurePosixPath) -> bool:
+    """Whether an archive member is a tool spec: only ``tool_json/`` holds them (``tool_meta/`` is JSON too)."""
     return path.suffix == ".json" and path.parent.name == _TOOL_JSON_DIR
 
 
@@ -316,9 +311,7 @@ def _iter_directory(directory: Path) -> tuple[int, Iterator[tuple[str, str, byte
     base = inner if inner.is_dir() else directory
     files = sorted(p for p in base.glob("*.json") if p.is_file())
     if not files:
-        raise DataError(
-            f"no *.json files in {base} (expected tool_content/ or tool_content/tool_json/)", file=base
-        )
+        raise DataError(f"no *.json files in {base} (expected tool_content/ or tool_content/tool_json/)", file=base)
 
     def read() -> Iterator[tuple[str, str, bytes]]:
         for path in files:
@@ -545,6 +538,9 @@ def _lint_schema(
             emit(path, LintCode.NESTED_ARRAY, f"items are arrays (a 2-D array){inner}")
             # A missing inner ``items`` is part of this finding, not a second one for the same parameter.
             _lint_schema(items, f"{path}[]", emit, covered=frozenset({LintCode.ARRAY_WITHOUT_ITEMS}))
+        elif isinstance(items, list):  # tuple validation (JSON Schema drafts before 2020-12)
+            for i, sub in enumerate(items):
+                _lint_schema(sub, f"{path}[{i}]", emit)
         else:
             _lint_schema(items, f"{path}[]", emit)
 
@@ -586,9 +582,7 @@ def lint_tool(tool: Tool) -> list[LintFinding]:
     findings: list[LintFinding] = []
 
     def emit(path: str, code: LintCode, message: str) -> None:
-        findings.append(
-            LintFinding(tool=tool.name, parameter=path, code=code, message=message, source=source)
-        )
+        findings.append(LintFinding(tool=tool.name, parameter=path, code=code, message=message, source=source))
 
     _lint_object(tool.parameters, "", emit)
     return findings

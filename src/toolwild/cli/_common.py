@@ -1,0 +1,36 @@
+"""What every command shares: the console and turning toolwild errors into clean exits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+from rich.console import Console
+
+from toolwild.core.jsonl import LoadReport
+from toolwild.errors import ToolwildError
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+@contextmanager
+def handled_errors() -> Iterator[None]:
+    """Print a toolwild error as one clear line and exit 1, instead of a traceback."""
+    try:
+        yield
+    except ToolwildError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+
+
+def report_skipped(report: LoadReport, *, limit: int = 10) -> None:
+    """List the records a load skipped (file, line, field, reason)."""
+    if not report.skipped:
+        return
+    err_console.print(f"[yellow]skipped {report.skipped_count} invalid record(s) in {report.path}:[/]")
+    for exc in report.skipped[:limit]:
+        err_console.print(f"  [yellow]•[/] {exc}")
+    if report.skipped_count > limit:
+        err_console.print(f"  … and {report.skipped_count - limit} more")

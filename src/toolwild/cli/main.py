@@ -1,0 +1,32 @@
+"""The ``toolwild`` command: one verb per module, each a thin wrapper over the Python API."""
+
+from __future__ import annotations
+
+import typer
+
+from toolwild.cli.eval import eval_command
+from toolwild.cli.score import score
+from toolwild.cli.validate import validate
+
+app = typer.Typer(
+    name="toolwild",
+    help="Synthesize wild tool-use sessions and evaluate tool-calling agents with WildToolBench-exact scoring.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("validate")(validate)
+app.command("score")(score)
+app.command("eval")(eval_command)
+
+try:
+    from toolwild.cli.importer import import_app
+except ImportError:  # pragma: no cover - the importer is part of the package; guard only during development
+    import_app = None
+if import_app is not None:
+    app.add_typer(import_app, name="import", help="Import tools from other formats (SynthTools).")
+
+
+def main() -> None:
+    """Console entry point."""
+    app()

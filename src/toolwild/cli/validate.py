@@ -1,0 +1,79 @@
+"""``toolwild validate``: load a suite, count what it holds, and list every problem found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from toolwild.cli._common import console, handled_errors
+from toolwild.core.formats.wtb import load_wtb_suite
+from toolwild.core.jsonl import read_jsonl
+from toolwild.eval.validate import Severity, summarize_suite, validate_suite
+
+
+def validate(
+    suite_path: Annotated[Path, typer.Argument(metavar="SUITE.jsonl", help="A WildToolBench-format suite.")],
+    oracle_check: Annotated[
+        bool,
+        typer.Option("--oracle-check/--no-oracle-check", help="Score the gold path in both modes (100% expected)."),
+    ] = True,
+) -> None:
+    """Check a suite: counts, type/subtype distribution, malformed records and gold-DAG problems.
+
+    Every record is read even after a bad one, so all problems are listed at once; the exit code is 1 when any
+    record is malformed or any error-level problem is found.
+    """
+    with handled_errors():
+        suite, report = load_wtb_suite(suite_path, skip_invalid=True)
+        line_of = {}
+        for number, obj in read_jsonl(suite_path):
+            if isinstance(obj, dict) and isinstance(obj.get("id"), str):
+                line_of[obj["id"]] = number
+        summary = summarize_suite(suite)
+        problems = validate_suite(suite, line_of=line_of, oracle_check=oracle_check)
+
+    head = Table(title=f"{suite_path}", title_justify="left", show_header=False)
+    head.add_row("sessions", str(summary.sessions))
+    head.add_row("tasks", str(summary.tasks))
+    head.add_row("tool entries / unique names", f"{summary.tools} / {summary.unique_tools}")
+    head.add_row("malformed records", str(report.skipped_count))
+    console.print(head)
+    dist = Table(title="Distribution", title_justify="left")
+    dist.add_column("task type")
+    dist.add_column("n", justify="right")
+    for name, n in sorted(summary.task_types.items()):
+        dist.add_row(name, str(n))
+    console.print(dist)
+    sub = Table(title="Turn subtypes", title_justify="left")
+    sub.add_column("subtype")
+    sub.add_column("n", justify="right")
+    for name, n in sorted(summary.subtypes.items()):
+        sub.add_row(name, str(n))
+    console.print(sub)
+    tr = Table(title="Sessions by instruction transitions", title_justify="left")
+    tr.add_column("transitions")
+    tr.add_column("sessions", justify="right")
+    for k in sorted(summary.transitions):
+        tr.add_row(str(k), str(summary.transitions[k]))
+    console.print(tr)
+
+    errors = report.skipped_count + sum(p.severity is Severity.ERROR for p in problems)
+    if report.skipped or problems:
+        table = Table(title="Problems", title_justify="left")
+        table.add_column("severity")
+        table.add_column("where")
+        table.add_column("problem")
+        for exc in report.skipped:
+            where = f"line {exc.line}" + (f", field {exc.field}" if exc.field else "")
+            table.add_row("[red]error[/]", where, exc.message)
+        for p in problems:
+            style = "red" if p.severity is Severity.ERROR else "yellow"
+            table.add_row(f"[{style}]{p.severity.value}[/]", p.where, p.message)
+        console.print(table)
+    if errors:
+        console.print(f"[red]{errors} error(s)[/]")
+        raise typer.Exit(1)
+    console.print("[green]suite is valid[/]")

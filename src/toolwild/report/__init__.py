@@ -1,0 +1,1 @@
+"""User-facing renderings of results (terminal tables now; HTML reports later)."""

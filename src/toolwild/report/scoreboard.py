@@ -1,0 +1,80 @@
+"""The terminal scoreboard: headline metrics as rich tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+
+from toolwild.core.verdict import Metrics
+
+__all__ = ["render_scoreboard"]
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.2f}%"
+
+
+def _leaf_row(table: Table, name: str, leaf: dict[str, Any]) -> None:
+    if leaf.get("total_count", 0) == 0:
+        return
+    table.add_row(name, _pct(leaf["accuracy"]), f"{leaf['correct_count']}/{leaf['total_count']}")
+
+
+def _section(title: str, info: dict[str, dict[str, Any]]) -> Table:
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("", style="bold")
+    table.add_column("accuracy", justify="right")
+    table.add_column("n", justify="right")
+    for name, leaf in info.items():
+        _leaf_row(table, name, leaf)
+    return table
+
+
+def render_scoreboard(metrics: Metrics, console: Console) -> None:
+    """Print the headline metrics: totals with confidence intervals, then the breakdowns and error classes."""
+    ext = metrics.extensions
+    head = Table(title=f"{metrics.model_name} · mode {ext.get('mode', 'wtb')}", title_justify="left")
+    head.add_column("metric", style="bold")
+    head.add_column("value", justify="right")
+    head.add_column("n", justify="right")
+    head.add_column("95% CI", justify="right")
+    ci = ext.get("confidence_intervals", {})
+    for key, label in (("task", "Task accuracy"), ("session", "Session accuracy")):
+        leaf = metrics.total_info[key]
+        bounds = ci.get(key)
+        interval = f"[{_pct(bounds['low'])}, {_pct(bounds['high'])}]" if bounds else ""
+        head.add_row(label, _pct(leaf["accuracy"]), f"{leaf['correct_count']}/{leaf['total_count']}", interval)
+    opt = metrics.optimal_info["Total"]
+    if opt["total_count"]:
+        head.add_row("Optimal path rate", _pct(opt["accuracy"]), f"{opt['correct_count']}/{opt['total_count']}", "")
+    prog = metrics.progress_info["Total"]
+    if prog["total_step"]:
+        head.add_row("Accomplish progress", _pct(prog["rate"]), f"{prog['complete_step']}/{prog['total_step']}", "")
+    console.print(head)
+
+    transitions = {
+        f"{k} transitions": v["session"] for k, v in ext.get("transition_info", {}).items()
+    }
+    console.print(
+        Group(
+            _section("By task type", metrics.task_type_info),
+            _section("By position", {f"task {k}": v for k, v in metrics.layer_info.items()}),
+            _section("By turn subtype", metrics.turn_subtype_info),
+            _section("Sessions by instruction transitions", transitions),
+        )
+    )
+    taxonomy = {k: v for k, v in ext.get("error_taxonomy", {}).items() if v["count"]}
+    if taxonomy:
+        errors = Table(title="Failed tasks by error class", title_justify="left", show_edge=False)
+        errors.add_column("class", style="bold")
+        errors.add_column("family")
+        errors.add_column("count", justify="right")
+        errors.add_column("share", justify="right")
+        for name, v in sorted(taxonomy.items(), key=lambda kv: -kv[1]["count"]):
+            errors.add_row(name, v["family"], str(v["count"]), _pct(v["share"]))
+        console.print(errors)
+    excluded = ext.get("infra_error_sessions") or []
+    if excluded and not ext.get("infra_errors_counted"):
+        console.print(f"[yellow]{len(excluded)} session(s) lost to provider errors, excluded from accuracy[/]")
