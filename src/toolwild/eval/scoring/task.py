@@ -281,7 +281,8 @@ class TaskJudge:
             subtype=self.task.subtype,
             label=label,  # type: ignore[arg-type]
             name_label=name_label,  # type: ignore[arg-type]
-            arguments_label=args_label if name_label == "correct" else None,  # type: ignore[arg-type]
+            # published: the arguments label exists only when the name label is correct; strict always says
+            arguments_label=args_label if name_label == "correct" or self.mode is ScoringMode.STRICT else None,  # type: ignore[arg-type]
             is_optimal=is_optimal,
             steps_used=steps_used,
             min_length=self.dag.min_length,
