@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -72,7 +73,7 @@ def test_transition_buckets(suite):
     expected = {"0": 0, "1": 0, "2": 0, "3": 0}
     for s in suite.sessions:
         coarse = [t.type.coarse for t in s.tasks]
-        expected[str(sum(a != b for a, b in zip(coarse, coarse[1:], strict=False)))] += 1
+        expected[str(sum(a != b for a, b in itertools.pairwise(coarse)))] += 1
     assert buckets == expected
 
 

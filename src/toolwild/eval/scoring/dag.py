@@ -283,6 +283,35 @@ class GoldDag:
 
         return count(pos or self.start)
 
+    def _tails(self, pos: Position) -> dict[int, int]:
+        """Longest chain (in nodes) starting at each unvisited node, through unvisited nodes."""
+        tails: dict[int, int] = {}
+        for i in reversed(self._topological()):
+            if (pos.visited >> i) & 1:
+                continue
+            tails[i] = 1 + max((tails[c] for c in self._children[i] if c in tails), default=0)
+        return tails
+
+    def _optimal_candidates(self, pos: Position, budget: int) -> Iterator[Batch]:
+        """The legal steps from ``pos`` that can still finish within ``budget`` steps, in published order.
+
+        A frontier node whose remaining chain fills the whole budget must run now, so only combinations holding
+        all such nodes are considered; adding a fixed set to equal-size subsets keeps their lexicographic order.
+        """
+        if pos.pending:
+            yield from self.batches(pos)
+            return
+        frontier = self.frontier(pos)
+        tails = self._tails(pos)
+        required = tuple(x for x in frontier if tails[x] >= budget)
+        optional = [x for x in frontier if x not in required]
+        for r in range(max(1, len(required)), len(frontier) + 1):
+            for extra in combinations(optional, r - len(required)):
+                comb = tuple(sorted(required + extra))
+                batch = self.batch_with_nodes(pos, comb)
+                if batch is not None:
+                    yield batch
+
     def first_optimal_path(self) -> list[tuple[int, ...]]:
         """The first minimum-length path in published order (the teacher-forcing path), found by bounded search."""
         target = self.min_length
@@ -292,7 +321,7 @@ class GoldDag:
                 return [] if used == target else None
             if used + self.remaining_length(pos) > target:
                 return None
-            for batch in self.batches(pos):
+            for batch in self._optimal_candidates(pos, target - used):
                 rest = search(batch.target, used + 1)
                 if rest is not None:
                     return [batch.nodes, *rest]

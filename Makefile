@@ -1,0 +1,34 @@
+# Set-up and the two top-level jobs. Every target creates .venv and installs what it needs on first use.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+FIXTURES ?= ../shared/fixtures
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+## demo: the main job (no network, no keys): evaluate the built-in oracle on the reconstructed WildToolBench sessions
+demo: $(STAMP)
+	$(BIN)/toolwild validate $(FIXTURES)/wildtoolbench/sessions_0_4.reconstructed.jsonl
+	$(BIN)/toolwild eval --suite $(FIXTURES)/wildtoolbench/sessions_0_4.reconstructed.jsonl --agent oracle --name demo
+
+## test: lint, then the whole test suite
+test: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+## bench: scoring speed and memory figures (quoted in README.md)
+bench: $(STAMP)
+	$(BIN)/python bench/scoring.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .ruff_cache .hypothesis
