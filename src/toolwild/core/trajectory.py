@@ -43,6 +43,10 @@ class Step(BaseModel):
     reasoning: str | None = None
     parse_error: str | None = None
     """Set when the reply's tool calls could not be read at all (the published ``parse tool_calls failed``)."""
+    observations: list[str] | None = None
+    """What the agent was shown after this step: one tool message per call (JSON text), in the harness's order."""
+    user_reply: str | None = None
+    """The user's reply when the step was accepted as a clarification question."""
     latency_s: float | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None

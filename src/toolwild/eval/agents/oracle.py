@@ -5,6 +5,8 @@ It must score 100% on any valid suite, in both modes, which makes it the self-ch
 
 from __future__ import annotations
 
+import json
+
 from toolwild.core.session import Session
 from toolwild.core.task import NodeKind, Task
 from toolwild.core.trajectory import Step, TaskTrajectory, ToolCall, Trajectory
@@ -17,6 +19,10 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) and value else "(answer)"
 
 
+def _observation(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def oracle_steps(task: Task) -> list[Step]:
     """The gold steps of one task along its first optimal path."""
     dag = GoldDag.from_task(task)
@@ -26,13 +32,12 @@ def oracle_steps(task: Task) -> list[Step]:
         if nodes[0].kind is NodeKind.CALL:
             steps.append(
                 Step(
-                    tool_calls=[
-                        ToolCall.of(n.name, n.action.arguments, id=f"call_{n.idx}") for n in nodes
-                    ]
+                    tool_calls=[ToolCall.of(n.name, n.action.arguments, id=f"call_{n.idx}") for n in nodes],
+                    observations=[_observation(n.observation) for n in sorted(nodes, key=lambda n: n.name)],
                 )
             )
         else:
-            steps.append(Step(content=_text(nodes[0].observation)))
+            steps.append(Step(content=_text(nodes[0].observation), user_reply=nodes[0].user_input))
     return steps
 
 
