@@ -20,6 +20,7 @@ demo: $(STAMP)
 ## test: lint, then the whole test suite
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check --quiet src tests bench
 	$(BIN)/pytest
 
 lint: $(STAMP)

@@ -47,7 +47,9 @@ def _call(idx: int, name: str, rng: random.Random, deps: list[int]) -> GoldNode:
 
 def _answer(idx: int, deps: list[int], kind: str = "tool") -> GoldNode:
     return GoldNode(
-        idx=idx, action=Action(name=ANSWER_ACTION, arguments={"answer_type": kind}), observation="done",
+        idx=idx,
+        action=Action(name=ANSWER_ACTION, arguments={"answer_type": kind}),
+        observation="done",
         dependency_list=deps,
     )
 
@@ -64,11 +66,21 @@ def _task(ttype: TaskType, rng: random.Random, names: list[str]) -> Task:
         nodes = [_call(0, rng.choice(names), rng, []), _call(1, rng.choice(names), rng, [0]), _answer(2, [1])]
     elif ttype is TaskType.MIXED:
         a, b = rng.sample(names, 2)
-        nodes = [_call(0, a, rng, []), _call(1, b, rng, [0]), _call(2, a, rng, [1]), _call(3, a, rng, [1]),
-                 _answer(4, [2, 3])]
+        nodes = [
+            _call(0, a, rng, []),
+            _call(1, b, rng, [0]),
+            _call(2, a, rng, [1]),
+            _call(3, a, rng, [1]),
+            _answer(4, [2, 3]),
+        ]
     elif ttype is TaskType.CLARIFY:
-        ask = GoldNode(idx=0, action=Action(name=ASK_ACTION, arguments={"tool_list": []}), observation="which?",
-                       dependency_list=[], user_input="this one")
+        ask = GoldNode(
+            idx=0,
+            action=Action(name=ASK_ACTION, arguments={"tool_list": []}),
+            observation="which?",
+            dependency_list=[],
+            user_input="this one",
+        )
         nodes = [ask, _call(1, rng.choice(names), rng, [0]), _answer(2, [1])]
     else:
         nodes = [_answer(0, [], "chat")]
@@ -80,7 +92,9 @@ def synthetic_suite(seed: int = 0) -> Suite:
     rng = random.Random(seed)
     multi = [TaskType.PARALLEL] * 156 + [TaskType.SEQUENTIAL] * 16 + [TaskType.MIXED] * 84
     pools = {
-        "single": [TaskType.SINGLE] * 256, "multi": multi, "clarify": [TaskType.CLARIFY] * 256,
+        "single": [TaskType.SINGLE] * 256,
+        "multi": multi,
+        "clarify": [TaskType.CLARIFY] * 256,
         "chat": [TaskType.CHAT] * 256,
     }
     for pool in pools.values():
@@ -93,8 +107,9 @@ def synthetic_suite(seed: int = 0) -> Suite:
         tasks = [_task(pools[kind].pop(), rng, names) for kind in order]
         for t in tasks[1:]:
             t.subtype = rng.choice(list(TurnSubtype)[1:])
-        sessions.append(Session(id=f"s{n}", env_info="2024-07-11 22:11:58 Thursday",
-                                tools=[_tool(nm) for nm in names], tasks=tasks))
+        sessions.append(
+            Session(id=f"s{n}", env_info="2024-07-11 22:11:58 Thursday", tools=[_tool(nm) for nm in names], tasks=tasks)
+        )
     return Suite(name="bench", sessions=sessions)
 
 
@@ -116,8 +131,10 @@ def noisy_trajectories(suite: Suite, seed: int = 1):
 def time_suite() -> None:
     suite = synthetic_suite()
     tasks = sum(len(s.tasks) for s in suite.sessions)
-    for label, trajs in (("oracle", [oracle_trajectory(s) for s in suite.sessions]),
-                         ("noisy", noisy_trajectories(suite))):
+    for label, trajs in (
+        ("oracle", [oracle_trajectory(s) for s in suite.sessions]),
+        ("noisy", noisy_trajectories(suite)),
+    ):
         for mode in ScoringMode:
             runs = []
             for _ in range(3):
@@ -126,8 +143,10 @@ def time_suite() -> None:
                 metrics = compute_metrics(verdicts, model_name=label, mode=mode, resamples=0)
                 runs.append(time.perf_counter() - t0)
             acc = metrics.total_info["task"]["accuracy"]
-            print(f"score {tasks} tasks  {label:6s} {mode.value:6s}: median {statistics.median(runs) * 1000:8.1f} ms"
-                  f"  (task accuracy {acc:.3f})")
+            print(
+                f"score {tasks} tasks  {label:6s} {mode.value:6s}: median {statistics.median(runs) * 1000:8.1f} ms"
+                f"  (task accuracy {acc:.3f})"
+            )
     t0 = time.perf_counter()
     compute_metrics(score_suite(suite, noisy_trajectories(suite)), model_name="x")
     print(f"score + metrics with 1,000 bootstrap resamples: {(time.perf_counter() - t0) * 1000:.1f} ms")
@@ -161,9 +180,11 @@ def time_wide(width: int) -> None:
         t1 = time.perf_counter()
         one.find_batch(one.start, [names[width // 2]])
         single_s = time.perf_counter() - t1
-        print(f"{width:2d}-wide {mode.value:6s}: match the {width}-call step {match_s * 1000:7.2f} ms,"
-              f" peak {peak / 1024:7.1f} KiB; match a 1-call step {single_s * 1000:6.3f} ms;"
-              f" whole task {full_s * 1000:7.2f} ms ({verdict.name_label}, {total.label}, optimal={total.is_optimal})")
+        print(
+            f"{width:2d}-wide {mode.value:6s}: match the {width}-call step {match_s * 1000:7.2f} ms,"
+            f" peak {peak / 1024:7.1f} KiB; match a 1-call step {single_s * 1000:6.3f} ms;"
+            f" whole task {full_s * 1000:7.2f} ms ({verdict.name_label}, {total.label}, optimal={total.is_optimal})"
+        )
 
 
 def main() -> None:

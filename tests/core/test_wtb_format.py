@@ -146,15 +146,19 @@ def test_unknown_keys_and_missing_subtypes_survive_the_round_trip():
 
 
 @needs_sessions
-@pytest.mark.xfail(
-    strict=True,
-    reason="src bug: session_to_wtb always writes 'answer_list' (a copy of english_answer_list) even when the "
-    "record had none, so a record without it is not written back as the same JSON value (wtb.py claims lossless)",
-)
 def test_record_without_answer_list_round_trips():
     record = raw_records()[0]
     del record["answer_list"]
     assert session_to_wtb(session_from_wtb(copy.deepcopy(record))) == record
+
+
+@needs_sessions
+def test_record_without_id_round_trips():
+    record = raw_records()[1]
+    del record["id"]
+    session = session_from_wtb(copy.deepcopy(record), index=1)
+    assert session.id == "wild_tool_bench_1"
+    assert session_to_wtb(session) == record
 
 
 @needs_sessions
@@ -383,7 +387,10 @@ def test_duplicate_session_id_is_rejected(tmp_path):
     with pytest.raises(DataError) as info:
         load_wtb_suite(path)
     assert info.value.field == "id"
+    assert info.value.line == len(lines) + 1
     assert "wild_tool_bench_0" in str(info.value)
+    suite, report = load_wtb_suite(path, skip_invalid=True)
+    assert len(suite.sessions) == len(lines) and report.skipped_count == 1
 
 
 def test_missing_file_is_a_data_error(tmp_path):

@@ -83,7 +83,7 @@ def gold_outputs(record: dict[str, Any], task: int, batches: list[list[int]]) ->
         if nodes[0]["action"]["name"] in ("ask_user_for_required_parameters", "prepare_to_answer"):
             assert len(nodes) == 1
             text = nodes[0]["observation"]
-            outs.append(output(content=text if isinstance(text, str) else "answer"))
+            outs.append(output(content=text if isinstance(text, str) and text else "answer"))
         else:
             outs.append(
                 output(tool_calls=[call(n["action"]["name"], n["action"]["arguments"], f"c{n['idx']}") for n in nodes])
@@ -428,8 +428,10 @@ def own_trajectory() -> Trajectory:
 
 
 def test_load_trajectories_reads_our_own_jsonl(tmp_path):
-    trajs = [own_trajectory(), Trajectory(session_id="wild_tool_bench_2", status=TrajectoryStatus.INFRA_ERROR,
-                                          error="provider down")]
+    trajs = [
+        own_trajectory(),
+        Trajectory(session_id="wild_tool_bench_2", status=TrajectoryStatus.INFRA_ERROR, error="provider down"),
+    ]
     path = tmp_path / "trajectories.jsonl"
     with path.open("w", encoding="utf-8") as fh:
         for t in trajs:

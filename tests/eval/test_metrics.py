@@ -35,11 +35,21 @@ def test_published_structure_and_key_order(suite):
     m = compute_metrics(score_suite(suite, [oracle_trajectory(s) for s in suite.sessions]), model_name="o")
     dumped = m.model_dump()
     assert list(dumped)[:7] == [
-        "model_name", "total_info", "task_type_info", "layer_info", "turn_subtype_info", "optimal_info",
+        "model_name",
+        "total_info",
+        "task_type_info",
+        "layer_info",
+        "turn_subtype_info",
+        "optimal_info",
         "progress_info",
     ]
     assert list(dumped["task_type_info"]) == [
-        "Single-Tool", "Multi-Tool", "Parallel Multi-Tool", "Sequential Multi-Tool", "Mixed Multi-Tool", "Clarify",
+        "Single-Tool",
+        "Multi-Tool",
+        "Parallel Multi-Tool",
+        "Sequential Multi-Tool",
+        "Mixed Multi-Tool",
+        "Clarify",
         "Chat",
     ]
     assert list(dumped["total_info"]["task"]) == ["accuracy", "correct_count", "total_count"]
@@ -110,3 +120,11 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate():
 def test_strict_mode_is_recorded(suite):
     verdicts = score_suite(suite, [oracle_trajectory(s) for s in suite.sessions], mode=ScoringMode.STRICT)
     assert compute_metrics(verdicts, model_name="o", mode=ScoringMode.STRICT).extensions["mode"] == "strict"
+
+
+def test_two_results_for_one_session_are_rejected(suite):
+    from toolwild.errors import ScoringError
+
+    trajs = [oracle_trajectory(s) for s in suite.sessions]
+    with pytest.raises(ScoringError, match="two results"):
+        score_suite(suite, [*trajs, trajs[0]])

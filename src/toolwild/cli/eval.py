@@ -52,8 +52,12 @@ def eval_command(
         with (
             (run_dir / "trajectories.jsonl").open("w", encoding="utf-8") as fh,
             Progress(
-                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                console=console, transient=True,
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                transient=True,
             ) as progress,
         ):
             bar = progress.add_task("sessions", total=len(suite.sessions))

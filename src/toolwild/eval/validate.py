@@ -65,9 +65,7 @@ def summarize_suite(suite: Suite) -> SuiteSummary:
     return out
 
 
-def validate_suite(
-    suite: Suite, *, line_of: dict[str, int] | None = None, oracle_check: bool = True
-) -> list[Problem]:
+def validate_suite(suite: Suite, *, line_of: dict[str, int] | None = None, oracle_check: bool = True) -> list[Problem]:
     """Everything wrong with a (well-formed) suite, most serious first.
 
     Args:

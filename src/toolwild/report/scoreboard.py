@@ -54,9 +54,7 @@ def render_scoreboard(metrics: Metrics, console: Console) -> None:
         head.add_row("Accomplish progress", _pct(prog["rate"]), f"{prog['complete_step']}/{prog['total_step']}", "")
     console.print(head)
 
-    transitions = {
-        f"{k} transitions": v["session"] for k, v in ext.get("transition_info", {}).items()
-    }
+    transitions = {f"{k} transitions": v["session"] for k, v in ext.get("transition_info", {}).items()}
     console.print(
         Group(
             _section("By task type", metrics.task_type_info),

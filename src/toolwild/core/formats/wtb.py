@@ -124,8 +124,9 @@ def session_from_wtb(record: Any, *, index: int | None = None) -> Session:
     if len(types) != n:
         raise DataError(f"{len(types)} task types for {n} tasks", field="english_task_types")
     if subtypes and len(subtypes) != max(n - 1, 0):
-        raise DataError(f"{len(subtypes)} turn subtypes for {n} tasks (expected {n - 1})",
-                        field="english_turn_subtypes")
+        raise DataError(
+            f"{len(subtypes)} turn subtypes for {n} tasks (expected {n - 1})", field="english_turn_subtypes"
+        )
     tools = [from_openai_tool(t, field=f"english_tools[{i}]") for i, t in enumerate(raw_tools)]
     tasks: list[Task] = []
     for i in range(n):
@@ -164,15 +165,19 @@ def session_from_wtb(record: Any, *, index: int | None = None) -> Session:
         extra["answer_list"] = alt
     if "english_turn_subtypes" not in record:
         extra["__no_subtypes__"] = True
-    return Session(
-        id=sid, env_info=env_info, tools=tools, tasks=tasks, alt_gold_sizes=alt_sizes, extra=extra
-    )
+    if "id" not in record:
+        extra["__no_id__"] = True
+    if "answer_list" not in record:
+        extra["__no_answer_list__"] = True
+    return Session(id=sid, env_info=env_info, tools=tools, tasks=tasks, alt_gold_sizes=alt_sizes, extra=extra)
 
 
 def session_to_wtb(session: Session) -> dict[str, Any]:
     """Write a session in the published record layout (same JSON value as the record it was read from)."""
     extra = dict(session.extra)
     no_subtypes = extra.pop("__no_subtypes__", False)
+    no_id = extra.pop("__no_id__", False)
+    no_alt = extra.pop("__no_answer_list__", False)
     alt = extra.pop("answer_list", None)
     out: dict[str, Any] = {
         "id": session.id,
@@ -184,9 +189,10 @@ def session_to_wtb(session: Session) -> dict[str, Any]:
     }
     if not no_subtypes:
         out["english_turn_subtypes"] = [t.subtype.value for t in session.tasks[1:]]
-    if alt is None:
-        alt = out["english_answer_list"]
-    out["answer_list"] = alt
+    if not no_alt:
+        out["answer_list"] = alt if alt is not None else out["english_answer_list"]
+    if no_id:
+        del out["id"]
     out.update(extra)
     return out
 
@@ -201,12 +207,16 @@ def load_wtb_suite(
         skip_invalid: skip (and report) malformed records instead of stopping at the first.
         name: suite name (default: the file stem).
     """
-    sessions, report = load_records(path, lambda i, obj: session_from_wtb(obj, index=i), skip_invalid=skip_invalid)
     seen: set[str] = set()
-    for s in sessions:
-        if s.id in seen:
-            raise DataError(f"duplicate session id {s.id!r}", file=path, field="id")
-        seen.add(s.id)
+
+    def convert(index: int, obj: Any) -> Session:
+        session = session_from_wtb(obj, index=index)
+        if session.id in seen:
+            raise DataError(f"duplicate session id {session.id!r}", field="id")
+        seen.add(session.id)
+        return session
+
+    sessions, report = load_records(path, convert, skip_invalid=skip_invalid)
     suite = Suite(name=name or Path(path).stem, source=str(path), sessions=sessions)
     return suite, report
 

@@ -99,8 +99,10 @@ def trajectory_from_wtb_result(record: Any) -> Trajectory:
     results = record.get("result")
     if isinstance(results, str):
         return Trajectory(
-            session_id=sid, model=model if isinstance(model, str) else None,
-            status=TrajectoryStatus.INFERENCE_ERROR, error=results,
+            session_id=sid,
+            model=model if isinstance(model, str) else None,
+            status=TrajectoryStatus.INFERENCE_ERROR,
+            error=results,
         )
     if not isinstance(results, list):
         raise DataError("expected a list of per-task results or an error string", field="result")

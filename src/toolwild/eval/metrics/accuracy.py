@@ -61,18 +61,38 @@ def compute_metrics(
     """
     scored = [v for v in verdicts if count_infra_errors or not v.infra_error]
     total = {"task": _leaf(), "session": _leaf()}
-    types = {k: _leaf() for k in (
-        "Single-Tool", "Multi-Tool", "Parallel Multi-Tool", "Sequential Multi-Tool", "Mixed Multi-Tool",
-        "Clarify", "Chat",
-    )}
+    types = {
+        k: _leaf()
+        for k in (
+            "Single-Tool",
+            "Multi-Tool",
+            "Parallel Multi-Tool",
+            "Sequential Multi-Tool",
+            "Mixed Multi-Tool",
+            "Clarify",
+            "Chat",
+        )
+    }
     layers: dict[str, dict[str, Any]] = {}
-    subtypes = {k: _leaf() for k in (
-        "First Turn", "Subsequent Turn", "Coreferential Reference", "Partial Information", "Long-Range Dependency",
-    )}
+    subtypes = {
+        k: _leaf()
+        for k in (
+            "First Turn",
+            "Subsequent Turn",
+            "Coreferential Reference",
+            "Partial Information",
+            "Long-Range Dependency",
+        )
+    }
     optimal = {k: _leaf() for k in ("Total", "Parallel Multi-Tool", "Mixed Multi-Tool")}
-    progress = {k: {"complete_step": 0, "total_step": 0} for k in (
-        "Total", "Sequential Multi-Tool", "Mixed Multi-Tool",
-    )}
+    progress = {
+        k: {"complete_step": 0, "total_step": 0}
+        for k in (
+            "Total",
+            "Sequential Multi-Tool",
+            "Mixed Multi-Tool",
+        )
+    }
     transitions: dict[str, dict[str, dict[str, Any]]] = {
         str(k): {"session": _leaf(), "task": _leaf()} for k in range(4)
     }
@@ -117,8 +137,9 @@ def compute_metrics(
         "infra_error_sessions": [v.session_id for v in verdicts if v.infra_error],
         "inference_error_sessions": [v.session_id for v in verdicts if v.inference_error and not v.infra_error],
         "infra_errors_counted": count_infra_errors,
-        "transition_info": {k: {kk: _finish({kk: vv})[kk] for kk, vv in v.items()}
-                            for k, v in sorted(transitions.items())},
+        "transition_info": {
+            k: {kk: _finish({kk: vv})[kk] for kk, vv in v.items()} for k, v in sorted(transitions.items())
+        },
         "error_taxonomy": {
             cls.value: {
                 "family": cls.family,

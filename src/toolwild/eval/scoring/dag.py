@@ -253,9 +253,7 @@ class GoldDag:
         for i in self._topological():
             if (pos.visited >> i) & 1:
                 continue
-            chain = 1 + max(
-                (best[d] for d in range(self.n) if (self._dep_mask[i] >> d) & 1 and d in best), default=0
-            )
+            chain = 1 + max((best[d] for d in range(self.n) if (self._dep_mask[i] >> d) & 1 and d in best), default=0)
             best[i] = chain
             longest = max(longest, chain)
         return len(pos.pending) + longest

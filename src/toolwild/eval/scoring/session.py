@@ -86,6 +86,8 @@ def score_suite(
     for traj in trajectories:
         if suite.session(traj.session_id) is None:
             raise ScoringError(f"result for unknown session {traj.session_id!r}")
+        if traj.session_id in by_id:
+            raise ScoringError(f"two results for session {traj.session_id!r}")
         by_id[traj.session_id] = traj
     out = []
     for session in suite.sessions:

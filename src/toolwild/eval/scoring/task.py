@@ -229,9 +229,7 @@ class TaskJudge:
                 continue
             calls = steps[k].tool_calls or []
             predicted = sorted(calls, key=lambda c: (c.name, c.arguments))
-            gold_sorted = sorted(
-                gold_nodes, key=lambda g: (g.name, json.dumps(g.action.arguments, ensure_ascii=False))
-            )
+            gold_sorted = sorted(gold_nodes, key=lambda g: (g.name, json.dumps(g.action.arguments, ensure_ascii=False)))
             checks = [
                 self._check(p, g.idx, check_arguments(self.parameters.get(p.name), p.arguments, g.action.arguments))
                 for p, g in zip(predicted, gold_sorted, strict=False)
