@@ -23,7 +23,7 @@ def _leaf_row(table: Table, name: str, leaf: dict[str, Any]) -> None:
 
 
 def _section(title: str, info: dict[str, dict[str, Any]]) -> Table:
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table = Table(title=title, title_justify="left")
     table.add_column("", style="bold")
     table.add_column("accuracy", justify="right")
     table.add_column("n", justify="right")
@@ -65,7 +65,7 @@ def render_scoreboard(metrics: Metrics, console: Console) -> None:
     )
     taxonomy = {k: v for k, v in ext.get("error_taxonomy", {}).items() if v["count"]}
     if taxonomy:
-        errors = Table(title="Failed tasks by error class", title_justify="left", show_edge=False)
+        errors = Table(title="Failed tasks by error class", title_justify="left")
         errors.add_column("class", style="bold")
         errors.add_column("family")
         errors.add_column("count", justify="right")
