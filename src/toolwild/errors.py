@@ -4,8 +4,17 @@ Every error toolwild raises on purpose derives from :class:`ToolwildError`, so c
 
     ToolwildError
     ├── ConfigError            a bad option or combination of options
+    │   └── MissingDependencyError   an optional package is not installed (the message says what to install)
     ├── DataError              bad input data: names the file, line and field
-    └── ScoringError           a suite and a result file that do not belong together
+    ├── ScoringError           a suite and a result file that do not belong together
+    └── BackendError           a model call failed
+        ├── TransientBackendError    timeouts, 408/409/429/5xx, connection errors, malformed responses:
+        │   │                        retried; after the last retry an *infrastructure* error, never a wrong answer
+        │   └── MalformedResponseError   the provider answered, but not with a usable completion
+        ├── PermanentBackendError    4xx other than the above (bad request, auth): retrying cannot help
+        ├── CacheMissError           read-only cache mode and the request is not cached
+        ├── ScriptExhaustedError     a scripted backend has no response left for a request
+        └── StructuredOutputError    the model never produced output valid against the asked schema
 
 Errors carry their context as attributes (not only in the message) so the CLI can print them as a table and a
 caller can react to, say, the line number of a bad record without parsing text.
@@ -15,7 +24,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["ConfigError", "DataError", "ScoringError", "ToolwildError"]
+__all__ = [
+    "BackendError",
+    "CacheMissError",
+    "ConfigError",
+    "DataError",
+    "MalformedResponseError",
+    "MissingDependencyError",
+    "PermanentBackendError",
+    "ScoringError",
+    "ScriptExhaustedError",
+    "StructuredOutputError",
+    "ToolwildError",
+    "TransientBackendError",
+]
 
 
 class ToolwildError(Exception):
@@ -70,3 +92,52 @@ class DataError(ToolwildError):
 
 class ScoringError(ToolwildError):
     """A result file and a suite that do not belong together (unknown session id, wrong task count)."""
+
+
+class MissingDependencyError(ConfigError):
+    """An optional dependency is missing; the message names the package and how to install it."""
+
+
+class BackendError(ToolwildError):
+    """A model call failed."""
+
+
+class TransientBackendError(BackendError):
+    """A failure of the provider, not of the model: retried, and reported apart from model behaviour.
+
+    ``retry_after`` carries the server's hint (seconds) when it sent one; ``status`` the HTTP status if any.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class MalformedResponseError(TransientBackendError):
+    """The provider answered without a usable completion (no choices, no message ...)."""
+
+
+class PermanentBackendError(BackendError):
+    """A request the provider refuses for good (bad request, authentication): retrying cannot help."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class CacheMissError(BackendError):
+    """The cache is read-only (replay) and holds no response for this request."""
+
+
+class ScriptExhaustedError(BackendError):
+    """A scripted backend was asked for more responses than it was given."""
+
+
+class StructuredOutputError(BackendError):
+    """No reply validated against the requested schema within the allowed attempts; holds the last error."""
+
+    def __init__(self, message: str, *, last_reply: str | None = None, attempts: int = 0) -> None:
+        super().__init__(message)
+        self.last_reply = last_reply
+        self.attempts = attempts

@@ -5,6 +5,8 @@ from __future__ import annotations
 import typer
 
 from toolwild.cli.eval import eval_command
+from toolwild.cli.importer import import_app
+from toolwild.cli.model import model_app
 from toolwild.cli.score import score
 from toolwild.cli.validate import validate
 
@@ -18,13 +20,9 @@ app = typer.Typer(
 app.command("validate")(validate)
 app.command("score")(score)
 app.command("eval")(eval_command)
+app.add_typer(model_app, name="model")
 
-try:
-    from toolwild.cli.importer import import_app
-except ImportError:  # pragma: no cover - the importer is part of the package; guard only during development
-    import_app = None
-if import_app is not None:
-    app.add_typer(import_app, name="import", help="Import tools from other formats (SynthTools).")
+app.add_typer(import_app, name="import", help="Import tools from other formats (SynthTools).")
 
 
 def main() -> None:

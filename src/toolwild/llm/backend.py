@@ -1,0 +1,56 @@
+"""The `Backend` interface: one async method, plus hooks with safe defaults.
+
+A backend only turns a :class:`ChatRequest` into a :class:`Completion` (or raises a typed
+:class:`~toolwild.errors.BackendError`). Caching, retries, concurrency limits, prompt mode and usage accounting
+belong to :class:`toolwild.llm.client.LLM`, so that every provider file stays small.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from toolwild.llm.types import ChatRequest, Completion
+
+__all__ = ["Backend"]
+
+
+class Backend(ABC):
+    """A chat-completion provider."""
+
+    kind: str = "backend"
+    """Registry id of the backend kind (``openai``, ``local``, ``scripted``)."""
+
+    def __init__(self, *, model: str, base_url: str | None = None) -> None:
+        self.model = model
+        self.base_url = base_url
+
+    @abstractmethod
+    async def complete(self, request: ChatRequest) -> Completion:
+        """Run one completion.
+
+        Raises:
+            TransientBackendError: provider trouble worth retrying (timeouts, 408/409/429/5xx, connection errors,
+                malformed responses).
+            PermanentBackendError: a request the provider refuses for good.
+        """
+
+    @property
+    def native_tools(self) -> bool:
+        """Whether the model takes ``tools`` natively; if not, the client uses prompt mode."""
+        return True
+
+    @property
+    def supports_response_format(self) -> bool:
+        """Whether ``response_format`` (JSON Schema) is honoured; if not, the schema goes into the prompt."""
+        return True
+
+    def max_connections(self) -> int:
+        """How many calls may run at once against this backend."""
+        return 16
+
+    def identity(self) -> dict[str, str | None]:
+        """What identifies the model for caching (kind, model, endpoint); never a secret."""
+        return {"kind": self.kind, "model": self.model, "base_url": self.base_url}
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release connections or memory."""

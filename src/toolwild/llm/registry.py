@@ -1,0 +1,53 @@
+"""Backends by name: ``local`` (the embedded model), ``openai:MODEL`` (any OpenAI-compatible endpoint).
+
+Each factory imports its SDK lazily, so a missing optional package fails with an install hint when (and only when)
+that backend is asked for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from toolwild.errors import ConfigError
+from toolwild.llm.backend import Backend
+
+__all__ = ["create_backend", "describe_backends"]
+
+
+def describe_backends() -> list[str]:
+    """The accepted ``--model`` forms, for help texts."""
+    return ["local", "local:PATH.gguf", "openai:MODEL (with --base-url for vLLM, Ollama, llama.cpp server ...)"]
+
+
+def create_backend(
+    spec: str,
+    *,
+    base_url: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    timeout_s: float = 60.0,
+    max_connections: int = 16,
+) -> Backend:
+    """Build a backend from a ``--model`` value.
+
+    Raises:
+        ConfigError: an unknown form.
+        MissingDependencyError: the backend's package is not installed.
+    """
+    kind, _, rest = spec.partition(":")
+    if kind == "local":
+        from toolwild.llm.backends.local import LocalBackend
+
+        return LocalBackend(model_path=Path(rest) if rest else None)
+    if kind == "openai":
+        if not rest:
+            raise ConfigError("--model openai:NAME needs a model name, e.g. openai:gpt-4o-mini")
+        from toolwild.llm.backends.openai_compat import OpenAIBackend
+
+        return OpenAIBackend(
+            model=rest,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            timeout_s=timeout_s,
+            max_connections=max_connections,
+        )
+    raise ConfigError(f"unknown model {spec!r}; use one of: {', '.join(describe_backends())}")

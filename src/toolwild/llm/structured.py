@@ -1,0 +1,78 @@
+"""Structured output: ask for a pydantic model's JSON Schema, validate, and retry with the error fed back.
+
+A stage never parses free text with regexes when a schema can be asked for. When a reply does not validate, the
+model sees its reply and the validation error and tries again, a bounded number of times; the final failure is a
+:class:`StructuredOutputError` carrying the last reply.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from toolwild.errors import StructuredOutputError
+from toolwild.llm.client import LLM
+from toolwild.llm.types import ChatRequest
+
+__all__ = ["generate_structured"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _short(exc: ValidationError, limit: int = 5) -> str:
+    lines = []
+    for err in exc.errors()[:limit]:
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
+        lines.append(f"- {loc}: {err.get('msg')}")
+    return "\n".join(lines)
+
+
+async def generate_structured(
+    llm: LLM,
+    messages: list[dict[str, Any]],
+    output_type: type[M],
+    *,
+    role: str = "generator",
+    max_attempts: int = 3,
+    temperature: float = 0.0,
+    seed: int = 0,
+    max_tokens: int | None = 1024,
+) -> M:
+    """Get a reply that validates as ``output_type``.
+
+    Raises:
+        StructuredOutputError: no valid reply within ``max_attempts``.
+    """
+    schema = output_type.model_json_schema()
+    conversation = list(messages)
+    last_text: str | None = None
+    for attempt in range(1, max_attempts + 1):
+        request = ChatRequest(
+            messages=conversation,
+            response_format=schema,
+            temperature=temperature,
+            seed=seed,
+            max_tokens=max_tokens,
+        )
+        completion = await llm.complete(request, role=role)
+        last_text = completion.text or ""
+        try:
+            return output_type.model_validate_json(last_text)
+        except ValidationError as exc:
+            if attempt == max_attempts:
+                raise StructuredOutputError(
+                    f"{output_type.__name__}: no valid reply after {attempt} attempts; last error:\n{_short(exc)}",
+                    last_reply=last_text,
+                    attempts=attempt,
+                ) from None
+            conversation = [
+                *conversation,
+                {"role": "assistant", "content": last_text},
+                {
+                    "role": "user",
+                    "content": "That reply does not match the required JSON Schema:\n"
+                    f"{_short(exc)}\nReply again with one JSON object that matches the schema.",
+                },
+            ]
+    raise StructuredOutputError("unreachable", last_reply=last_text, attempts=max_attempts)  # pragma: no cover

@@ -1,0 +1,1 @@
+"""Servers that expose toolwild to other programs (an OpenAI-compatible endpoint; MCP later)."""
