@@ -210,7 +210,7 @@ def test_eval_oracle_writes_a_perfect_run(tmp_path, mode):
     config = json.loads((run_dir / "config.json").read_text())
     assert config["agent"] == "oracle"
     assert config["mode"] == mode
-    assert config["sessions"] == 5
+    assert config["suite"].endswith("sessions_0_4.reconstructed.jsonl")
 
     lines = (run_dir / "trajectories.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 5
@@ -239,7 +239,7 @@ def test_eval_missing_suite_fails_cleanly(tmp_path):
 # ---------------------------------------------------------------- score
 @pytest.fixture
 def oracle_run(tmp_path) -> Path:
-    result = run("eval", "--suite", SESSIONS, "--runs-dir", tmp_path, "--name", "t")
+    result = run("eval", "--suite", SESSIONS, "--agent", "oracle", "--runs-dir", tmp_path, "--name", "t")
     assert result.exit_code == 0, result.text
     return tmp_path / "t"
 

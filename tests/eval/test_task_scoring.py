@@ -89,7 +89,7 @@ def test_argument_error_then_wrong_name_reports_name_correct_and_drops_one_step(
     assert v.name_label == "correct"  # forced by the published argument pass
     assert v.arguments_label == "error"
     assert v.progress_complete == 1 and v.progress_total == 5  # two steps logged, one deleted
-    assert len(v.steps) == 1
+    assert len(v.steps) == 2 and v.dropped_step == 1
     assert v.error_class is ErrorClass.PARAM_VALUE
     strict = score(s, 2, steps, STRICT)
     assert strict.name_label == "error" and strict.arguments_label == "error"

@@ -1,12 +1,8 @@
-"""``toolwild eval``: run an agent on a suite and score it.
-
-Only the built-in ``oracle`` agent exists so far (model agents and the async runner come with the runner issue);
-the run directory layout is already the final one: ``config.json``, ``trajectories.jsonl``, ``metrics.json``.
-"""
+"""``toolwild eval``: run an agent on a suite, write a run directory, print the scoreboard."""
 
 from __future__ import annotations
 
-import json
+import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -15,60 +11,125 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from toolwild.cli._common import console, handled_errors, report_skipped
-from toolwild.core.formats.results import append_trajectory
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.verdict import ScoringMode
 from toolwild.errors import ConfigError
-from toolwild.eval.agents.oracle import oracle_trajectory
+from toolwild.eval.build import AGENT_FORMS, build_agent
 from toolwild.eval.metrics.accuracy import compute_metrics
-from toolwild.eval.scoring.session import score_session
+from toolwild.eval.runner import RunConfig, RunProgress, load_run_trajectories, run_suite, write_json
+from toolwild.eval.session import HistoryMode
+from toolwild.export.wtb_result import write_wtb_results
+from toolwild.llm.cache import CacheMode
+from toolwild.llm.registry import describe_backends
 from toolwild.report.scoreboard import render_scoreboard
-
-AGENTS = ("oracle",)
 
 
 def eval_command(
-    suite_path: Annotated[Path, typer.Option("--suite", help="A WildToolBench-format suite (JSONL).")],
-    agent: Annotated[str, typer.Option(help=f"The agent to evaluate; available: {', '.join(AGENTS)}.")] = "oracle",
+    suite_path: Annotated[Path | None, typer.Option("--suite", help="A WildToolBench-format suite (JSONL).")] = None,
+    agent: Annotated[str, typer.Option(help=f"Agent: {', '.join(AGENT_FORMS)}.")] = "model",
+    model: Annotated[str, typer.Option(help=f"Model for --agent model: {'; '.join(describe_backends())}.")] = "local",
+    base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    prompt_mode: Annotated[
+        bool | None,
+        typer.Option("--prompt-mode/--native-tools", help="Describe tools in the prompt (default: when not native)."),
+    ] = None,
     mode: Annotated[ScoringMode, typer.Option(help="wtb = published scorer, strict = defects fixed.")] = (
         ScoringMode.WTB
     ),
+    history: Annotated[
+        HistoryMode, typer.Option(help="wtb = gold history of earlier tasks (published); free = the agent's own.")
+    ] = HistoryMode.WTB,
+    concurrency: Annotated[int, typer.Option(min=1, help="Sessions run at once.")] = 8,
+    session_timeout: Annotated[float, typer.Option(help="Seconds before a session counts as an infra error.")] = 1800.0,
+    max_steps: Annotated[int, typer.Option(min=1, help="Most assistant steps per task.")] = 32,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature (recorded).")] = 0.0,
+    seed: Annotated[int, typer.Option(help="Sampling seed (recorded).")] = 0,
+    max_tokens: Annotated[int, typer.Option(help="Most tokens per reply.")] = 1024,
+    cache: Annotated[CacheMode, typer.Option(help="Model cache of the run directory.")] = CacheMode.READ_WRITE,
     runs_dir: Annotated[Path, typer.Option(help="Parent folder of run directories.")] = Path("runs"),
     name: Annotated[str | None, typer.Option(help="Run name (default: agent + timestamp).")] = None,
+    resume: Annotated[Path | None, typer.Option(help="Continue a killed run directory (its config is reused).")] = None,
+    count_infra_errors: Annotated[
+        bool, typer.Option(help="Count sessions lost to provider errors as failed instead of leaving them out.")
+    ] = False,
+    export_wtb_result: Annotated[
+        Path | None, typer.Option(help="Also write the published WildToolBench result format here.")
+    ] = None,
     skip_invalid: Annotated[bool, typer.Option(help="Skip malformed suite records (counted and listed).")] = False,
 ) -> None:
-    """Evaluate an agent on a suite, write a run directory, and print the scoreboard."""
+    """Evaluate an agent on a suite: run directory, metrics and the scoreboard.
+
+    Every finished session is appended to RUN_DIR/trajectories.jsonl at once; a killed run continues with
+    --resume RUN_DIR (nothing redone, nothing lost). Provider failures after retries are infra errors, listed
+    apart and left out of accuracy unless --count-infra-errors.
+    """
     with handled_errors():
-        if agent not in AGENTS:
-            raise ConfigError(f"unknown agent {agent!r}; available: {', '.join(AGENTS)}")
-        suite, report = load_wtb_suite(suite_path, skip_invalid=skip_invalid)
+        if resume is not None:
+            config = RunConfig.model_validate_json((resume / "config.json").read_text(encoding="utf-8"))
+            run_dir = resume
+        else:
+            if suite_path is None:
+                raise ConfigError("--suite is required (a WildToolBench-format JSONL file)")
+            run_name = name or f"{agent.replace(':', '-').replace('/', '-')}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+            run_dir = runs_dir / run_name
+            config = RunConfig(
+                suite=str(suite_path),
+                agent=agent,
+                model=model if agent == "model" else None,
+                base_url=base_url,
+                prompt_mode=prompt_mode,
+                history=history,
+                mode=mode,
+                concurrency=concurrency,
+                session_timeout_s=session_timeout,
+                max_steps_per_task=max_steps,
+                temperature=temperature,
+                seed=seed,
+                max_tokens=max_tokens,
+                count_infra_errors=count_infra_errors,
+                cache=cache.value,
+            )
+        suite, report = load_wtb_suite(config.suite, skip_invalid=skip_invalid)
         report_skipped(report)
-        run_name = name or f"{agent}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
-        run_dir = runs_dir / run_name
-        run_dir.mkdir(parents=True, exist_ok=True)
-        config = {"suite": str(suite_path), "agent": agent, "mode": mode.value, "sessions": len(suite.sessions)}
-        (run_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-        verdicts = []
-        with (
-            (run_dir / "trajectories.jsonl").open("w", encoding="utf-8") as fh,
-            Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=console,
-                transient=True,
-            ) as progress,
-        ):
-            bar = progress.add_task("sessions", total=len(suite.sessions))
-            for session in suite.sessions:
-                trajectory = oracle_trajectory(session)
-                append_trajectory(fh, trajectory)
-                verdicts.append(score_session(session, trajectory, mode=mode))
-                progress.advance(bar)
-        metrics = compute_metrics(verdicts, model_name=agent, mode=mode)
-        (run_dir / "metrics.json").write_text(
-            json.dumps(metrics.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
+        agent_obj, llm = build_agent(config, run_dir)
+
+        with Progress(
+            TextColumn("[bold]sessions"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as progress:
+            bar = progress.add_task("run", total=len(suite.sessions), status="")
+
+            def show(p: RunProgress) -> None:
+                status = f"task acc {p.task_accuracy:.1%} · tokens {p.tokens:,}"
+                if p.infra_errors or p.inference_errors:
+                    status += f" · [yellow]infra {p.infra_errors} · failed {p.inference_errors}[/]"
+                progress.update(bar, completed=p.done, status=status)
+
+            async def run() -> list:
+                try:
+                    return await run_suite(
+                        suite, agent_obj, config, run_dir, resume=resume is not None, on_progress=show
+                    )
+                finally:
+                    if llm is not None:
+                        await llm.aclose()
+
+            verdicts = asyncio.run(run())
+        metrics = compute_metrics(
+            verdicts, model_name=agent_obj.name, mode=config.mode, count_infra_errors=config.count_infra_errors
         )
+        if llm is not None:
+            metrics.extensions["usage"] = llm.usage.as_dict()
+        write_json(run_dir / "metrics.json", metrics.model_dump(mode="json"))
+        if export_wtb_result is not None:
+            trajectories = load_run_trajectories(run_dir)
+            write_wtb_results(export_wtb_result, suite, trajectories, verdicts, model_name=agent_obj.name)
     render_scoreboard(metrics, console)
     console.print(f"run directory: {run_dir}")
+    if export_wtb_result is not None:
+        console.print(f"published-format results: {export_wtb_result}")

@@ -14,18 +14,26 @@ from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.verdict import ScoringMode
 from toolwild.errors import ConfigError
 from toolwild.eval.metrics.accuracy import compute_metrics
+from toolwild.eval.runner import RunConfig, load_run_trajectories
 from toolwild.eval.scoring.session import score_suite
 from toolwild.report.scoreboard import render_scoreboard
 
 
 def score(
     results: Annotated[
-        Path, typer.Argument(metavar="RESULT.jsonl", help="Published-format results or toolwild trajectories.jsonl.")
+        Path,
+        typer.Argument(
+            metavar="RESULT.jsonl|RUN_DIR",
+            help="Published-format results, toolwild trajectories.jsonl, or a run directory.",
+        ),
     ],
-    suite_path: Annotated[Path, typer.Option("--suite", help="The suite the results belong to.")],
-    mode: Annotated[ScoringMode, typer.Option(help="wtb = published scorer, strict = defects fixed.")] = (
-        ScoringMode.WTB
-    ),
+    suite_path: Annotated[
+        Path | None, typer.Option("--suite", help="The suite the results belong to (default: a run's own).")
+    ] = None,
+    mode: Annotated[
+        ScoringMode | None,
+        typer.Option(help="wtb = published scorer, strict = defects fixed (default: wtb or the run's)."),
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Write the metric JSON here.")] = None,
     verdicts: Annotated[Path | None, typer.Option(help="Write per-session verdicts (JSONL) here.")] = None,
     model_name: Annotated[
@@ -39,13 +47,30 @@ def score(
 ) -> None:
     """Score results against their suite and print the scoreboard (no model is called).
 
-    Sessions of the suite with no result count as failed inference, as a crashed session would.
+    Sessions of the suite with no result count as failed inference, as a crashed session would. Given a run
+    directory, its suite and mode come from its config.json and its metrics.json is rewritten unless --out is given.
     """
     with handled_errors():
+        run_config: RunConfig | None = None
+        if results.is_dir():
+            config_path = results / "config.json"
+            if not config_path.exists():
+                raise ConfigError(f"{results} is not a run directory (no config.json)")
+            run_config = RunConfig.model_validate_json(config_path.read_text(encoding="utf-8"))
+            suite_path = suite_path or Path(run_config.suite)
+            mode = mode or run_config.mode
+            out = out or results / "metrics.json"
+            count_infra_errors = count_infra_errors or run_config.count_infra_errors
+        if suite_path is None:
+            raise ConfigError("--suite is required when scoring a result file")
+        mode = mode or ScoringMode.WTB
         suite, suite_report = load_wtb_suite(suite_path, skip_invalid=skip_invalid)
         report_skipped(suite_report)
-        trajectories, result_report = load_trajectories(results, skip_invalid=skip_invalid)
-        report_skipped(result_report)
+        if run_config is not None:
+            trajectories = load_run_trajectories(results)
+        else:
+            trajectories, result_report = load_trajectories(results, skip_invalid=skip_invalid)
+            report_skipped(result_report)
         if not trajectories:
             raise ConfigError(f"{results}: no results to score")
         session_verdicts = score_suite(suite, trajectories, mode=mode)

@@ -118,6 +118,8 @@ class TaskVerdict(BaseModel):
     progress_total: int
     error_reason: str | None = None
     error_class: ErrorClass | None = None
+    dropped_step: int | None = None
+    """``wtb``: the step entry the published argument pass deletes after an argument error (kept in ``steps``)."""
     steps: list[StepVerdict] = Field(default_factory=list)
 
 

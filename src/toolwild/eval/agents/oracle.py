@@ -10,9 +10,10 @@ import json
 from toolwild.core.session import Session
 from toolwild.core.task import NodeKind, Task
 from toolwild.core.trajectory import Step, TaskTrajectory, ToolCall, Trajectory
+from toolwild.eval.agents.base import AgentContext
 from toolwild.eval.scoring.dag import GoldDag
 
-__all__ = ["oracle_steps", "oracle_trajectory"]
+__all__ = ["OracleAgent", "oracle_steps", "oracle_trajectory"]
 
 
 def _text(value: object) -> str:
@@ -48,3 +49,23 @@ def oracle_trajectory(session: Session) -> Trajectory:
         model="oracle",
         tasks=[TaskTrajectory(task_index=i, steps=oracle_steps(t)) for i, t in enumerate(session.tasks)],
     )
+
+
+class OracleAgent:
+    """The gold path as an agent: in the live loop it must score 100% on any valid suite."""
+
+    name = "oracle"
+
+    def __init__(self) -> None:
+        self._steps: dict[tuple[str, int], list[Step]] = {}
+
+    async def next_step(self, context: AgentContext) -> Step:
+        """The next gold step of this task (an empty step past the end)."""
+        key = (context.session.id, context.task_index)
+        if key not in self._steps:
+            self._steps[key] = oracle_steps(context.session.tasks[context.task_index])
+        steps = self._steps[key]
+        if context.step_index >= len(steps):
+            return Step()
+        step = steps[context.step_index]
+        return Step(content=step.content, tool_calls=step.tool_calls)

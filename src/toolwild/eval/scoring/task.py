@@ -268,10 +268,10 @@ class TaskJudge:
         reason = next((v.error_reason for v in self.log if v.error_reason), None)
         if reason is None and args_label == "error":
             reason = next(c.result for v in self.log for c in v.argument_checks if not c.ok)
-        log = [v for k, v in enumerate(self.log) if k != dropped]
+        kept = [v for k, v in enumerate(self.log) if k != dropped]
         error_class = None
         if label == "error":
-            error_class = classify_failure(session, task_index, log, self.positions, self.dag)
+            error_class = classify_failure(session, task_index, kept, self.positions, self.dag)
         return TaskVerdict(
             session_id=session.id,
             task_index=task_index,
@@ -288,7 +288,8 @@ class TaskJudge:
             progress_total=session.gold_size(task_index) if self.mode is ScoringMode.WTB else len(self.task.gold),
             error_reason=reason,
             error_class=error_class,
-            steps=log,
+            dropped_step=dropped,
+            steps=self.log,
         )
 
 

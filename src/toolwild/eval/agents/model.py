@@ -1,0 +1,46 @@
+"""The model agent: any :class:`~toolwild.llm.client.LLM` (native tool calling or prompt mode) as an agent."""
+
+from __future__ import annotations
+
+from toolwild.core.trajectory import Step, ToolCall
+from toolwild.eval.agents.base import AgentContext
+from toolwild.llm.client import LLM
+from toolwild.llm.types import ChatRequest
+
+__all__ = ["ModelAgent"]
+
+
+class ModelAgent:
+    """Sends the conversation and tools to a model and turns its reply into a :class:`Step`.
+
+    Provider failures (after the client's retries) propagate as ``TransientBackendError``: the runner records the
+    session as an infrastructure error, never as a wrong answer.
+    """
+
+    def __init__(self, llm: LLM, *, temperature: float = 0.0, seed: int = 0, max_tokens: int | None = 1024) -> None:
+        self.llm = llm
+        self.temperature = temperature
+        self.seed = seed
+        self.max_tokens = max_tokens
+        self.name = f"{llm.backend.kind}:{llm.backend.model}"
+
+    async def next_step(self, context: AgentContext) -> Step:
+        """One model call."""
+        request = ChatRequest(
+            messages=context.messages,
+            tools=context.tools or None,
+            tool_choice="auto",
+            temperature=self.temperature,
+            seed=self.seed,
+            max_tokens=self.max_tokens,
+        )
+        completion = await self.llm.complete(request, role="agent")
+        calls = [ToolCall(id=c.id, name=c.name, arguments=c.raw) for c in completion.tool_calls]
+        return Step(
+            content=completion.text,
+            tool_calls=calls or None,
+            reasoning=completion.reasoning,
+            latency_s=completion.latency_s,
+            input_tokens=completion.usage.prompt_tokens,
+            output_tokens=completion.usage.completion_tokens,
+        )

@@ -1,0 +1,1 @@
+"""Writing results in other tools' formats (published WildToolBench results; training data later)."""

@@ -1,0 +1,353 @@
+"""A backend for OpenAI and every server that speaks its chat-completions API (vLLM, llama.cpp, Ollama, ...).
+
+The ``openai`` package is optional: it is imported when a backend is built, so toolwild works without it for
+scripted or cached runs. The SDK's own retries are off (``max_retries=0``) because retries, with their budget and
+accounting, belong to the client layer; this file only maps a request out and a reply (or a failure) back in, with
+typed errors the client layer can tell apart: transient (retry), permanent (give up), malformed (retry).
+
+Secrets: the API key is read from an environment variable once, handed to the SDK, and kept here only behind
+:class:`_Secret` so it cannot leak through ``repr``, :meth:`OpenAIBackend.identity`, logs or error messages (any
+server text quoted in an error is scrubbed of it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from toolwild.errors import (
+    ConfigError,
+    MalformedResponseError,
+    MissingDependencyError,
+    PermanentBackendError,
+    TransientBackendError,
+)
+from toolwild.llm.backend import Backend
+from toolwild.llm.types import ChatRequest, Completion, CompletionToolCall, Usage
+
+if TYPE_CHECKING:
+    import httpx2
+    from openai import AsyncOpenAI
+
+__all__ = ["OpenAIBackend"]
+
+log = logging.getLogger(__name__)
+
+_DUMMY_KEY = "not-needed"
+_TRANSIENT_STATUSES = frozenset({408, 409, 429})
+_FINISH_REASONS: frozenset[str] = frozenset({"stop", "length", "tool_calls", "content_filter"})
+_MAX_SERVER_TEXT = 300
+
+# How ``response_format`` is sent, from most to least demanding. A server that rejects one level (HTTP 400 naming
+# the feature) is asked again one level down, and the backend remembers the level for later calls.
+_RF_STRICT, _RF_SCHEMA, _RF_JSON_OBJECT = 0, 1, 2
+_RF_TRIGGERS: dict[int, tuple[str, ...]] = {
+    _RF_STRICT: ("strict", "json_schema"),
+    _RF_SCHEMA: ("json_schema", "response_format"),
+}
+
+
+class _Secret:
+    """Holds a credential; every printable form is redacted so it cannot leak by accident."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def scrub(self, text: str) -> str:
+        """Return ``text`` with every occurrence of the secret replaced (servers sometimes echo the key back)."""
+        return text.replace(self._value, "***") if len(self._value) >= 4 else text
+
+    def __repr__(self) -> str:
+        return "_Secret(***)"
+
+    __str__ = __repr__
+
+
+class OpenAIBackend(Backend):
+    """Chat completions through the official ``openai`` SDK (``AsyncOpenAI``).
+
+    Args:
+        model: the model name sent with every request.
+        base_url: the ``/v1`` endpoint of a compatible server; None means api.openai.com.
+        api_key_env: the environment variable holding the key, read once at construction. Local servers
+            (``base_url`` set) usually need none, so a dummy key is used when the variable is unset.
+        timeout_s: the deadline of one call, end to end (connection, queueing on the server, reading the reply).
+        http_client: an ``httpx2.AsyncClient`` to send through (tests use an in-process ASGI transport); by
+            default one is made with a pool of ``max_connections``.
+        max_connections: how many calls may run at once against this backend (pool size and the client layer's
+            concurrency limit).
+
+    Raises:
+        MissingDependencyError: the ``openai`` package is not installed.
+        ConfigError: no key in ``api_key_env`` and no ``base_url``, or a non-positive timeout or pool size.
+    """
+
+    kind = "openai"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout_s: float = 60.0,
+        http_client: httpx2.AsyncClient | None = None,
+        max_connections: int = 16,
+    ) -> None:
+        super().__init__(model=model, base_url=base_url)
+        try:
+            import openai
+        except ImportError as exc:
+            raise MissingDependencyError("the 'openai' backend needs the openai package: pip install openai") from exc
+        if timeout_s <= 0:
+            raise ConfigError(f"timeout_s must be positive, got {timeout_s}")
+        if max_connections < 1:
+            raise ConfigError(f"max_connections must be at least 1, got {max_connections}")
+
+        key = os.environ.get(api_key_env) or None
+        if key is None:
+            if base_url is None:
+                raise ConfigError(
+                    f"no API key: set the environment variable {api_key_env} (or give a base_url for a local server)"
+                )
+            key = _DUMMY_KEY
+        self._secret = _Secret(key)
+        self.api_key_env = api_key_env
+        self.timeout_s = float(timeout_s)
+        self._max_connections = max_connections
+        self._rf_level = _RF_STRICT
+        self._openai = openai
+
+        if http_client is None:
+            import httpx2
+
+            http_client = openai.DefaultAsyncHttpx2Client(
+                timeout=httpx2.Timeout(self.timeout_s, connect=min(self.timeout_s, 10.0)),
+                limits=httpx2.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            )
+        self._client: AsyncOpenAI = openai.AsyncOpenAI(
+            api_key=key,
+            base_url=base_url,
+            timeout=self.timeout_s,
+            max_retries=0,
+            http_client=http_client,
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
+
+    def max_connections(self) -> int:
+        """How many calls may run at once (the constructor's ``max_connections``)."""
+        return self._max_connections
+
+    async def aclose(self) -> None:
+        """Close the SDK client and its HTTP connection pool (an injected ``http_client`` too)."""
+        await self._client.close()
+
+    async def complete(self, request: ChatRequest) -> Completion:
+        """Run one chat completion.
+
+        When the request asks for a JSON Schema reply and the server refuses strict mode (or JSON Schema), the call
+        is repeated once per step down (non-strict schema, then plain JSON object) and the step is remembered, so
+        later calls go straight to what the server accepts. The caller validates the reply against the schema
+        whatever mode was used.
+
+        Raises:
+            TransientBackendError: timeout, connection failure, HTTP 408/409/429/5xx (with ``retry_after`` when
+                the server sent a hint).
+            MalformedResponseError: a 2xx answer that is not a usable completion.
+            PermanentBackendError: any other HTTP 4xx.
+        """
+        while True:
+            level = self._rf_level
+            params = self._params(request, level)
+            # Errors are raised after the ``try``, not inside ``except``, so the SDK exception (whose text may quote
+            # the server, and the server may echo the key) is not even kept as ``__context__``.
+            error: Exception | None = None
+            started = time.perf_counter()
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    response = await self._client.chat.completions.create(**params)
+            except TimeoutError:
+                error = TransientBackendError(f"timeout: no reply within {self.timeout_s:g} s")
+            except self._openai.APIStatusError as exc:
+                if self._downgrade_response_format(request, level, exc):
+                    continue
+                error = self._status_error(exc)
+            except self._openai.APITimeoutError:
+                error = TransientBackendError(f"timeout: no reply within {self.timeout_s:g} s")
+            except self._openai.APIConnectionError as exc:
+                error = TransientBackendError(self._connection_message(exc))
+            except self._openai.APIResponseValidationError:
+                error = MalformedResponseError("the server's reply does not fit a chat completion")
+            if error is not None:
+                raise error
+            latency = time.perf_counter() - started
+            return self._completion(response, latency)
+
+    # -- request ------------------------------------------------------------------------------------------------
+
+    def _params(self, request: ChatRequest, rf_level: int) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": request.messages,
+            "temperature": request.temperature,
+        }
+        if request.tools:
+            params["tools"] = request.tools
+            params["tool_choice"] = _tool_choice(request.tool_choice)
+        if request.response_format is not None:
+            params["response_format"] = _response_format(request.response_format, rf_level)
+        if request.seed is not None:
+            params["seed"] = request.seed
+        if request.max_tokens is not None:
+            params["max_tokens"] = request.max_tokens
+        return params
+
+    def _downgrade_response_format(self, request: ChatRequest, level: int, exc: Any) -> bool:
+        """Step ``response_format`` down one level if a 400 blames it; True when the call should be repeated."""
+        if request.response_format is None or exc.status_code != 400 or level not in _RF_TRIGGERS:
+            return False
+        text = f"{exc.message} {_server_message(exc.body)}".lower()
+        if not any(word in text for word in _RF_TRIGGERS[level]):
+            return False
+        self._rf_level = max(self._rf_level, level + 1)
+        log.info(
+            "%s (%s) rejected response_format at level %d; retrying with %s",
+            self.model,
+            self.base_url or "api.openai.com",
+            level,
+            "a non-strict json_schema" if level == _RF_STRICT else "json_object",
+        )
+        return True
+
+    # -- response -----------------------------------------------------------------------------------------------
+
+    def _completion(self, response: Any, latency: float) -> Completion:
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise MalformedResponseError("the server's reply has no choices")
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise MalformedResponseError("the server's reply has a choice without a message")
+
+        calls: list[CompletionToolCall] = []
+        for raw_call in getattr(message, "tool_calls", None) or []:
+            function = getattr(raw_call, "function", None)
+            name = getattr(function, "name", None)
+            if not isinstance(name, str) or not name:
+                raise MalformedResponseError("the server's reply has a tool call without a function name")
+            calls.append(
+                CompletionToolCall.parse(name, getattr(function, "arguments", None), id=getattr(raw_call, "id", None))
+            )
+
+        content = getattr(message, "content", None)
+        usage = getattr(response, "usage", None)
+        model = getattr(response, "model", None)
+        return Completion(
+            text=content if isinstance(content, str) and content else None,
+            tool_calls=calls,
+            finish_reason=_finish_reason(getattr(choice, "finish_reason", None)),
+            usage=Usage(
+                prompt_tokens=_int(getattr(usage, "prompt_tokens", None)),
+                completion_tokens=_int(getattr(usage, "completion_tokens", None)),
+            ),
+            latency_s=latency,
+            reasoning=_reasoning(message),
+            model=model if isinstance(model, str) and model else None,
+        )
+
+    # -- errors -------------------------------------------------------------------------------------------------
+
+    def _status_error(self, exc: Any) -> TransientBackendError | PermanentBackendError:
+        status = int(exc.status_code)
+        detail = self._secret.scrub(_server_message(exc.body) or exc.message or "")[:_MAX_SERVER_TEXT]
+        where = self.base_url or "api.openai.com"
+        text = f"HTTP {status} from {where} for model {self.model!r}: {detail}".rstrip(": ")
+        if status in _TRANSIENT_STATUSES or status >= 500:
+            return TransientBackendError(text, status=status, retry_after=_retry_after(exc.response.headers))
+        return PermanentBackendError(text, status=status)
+
+    def _connection_message(self, exc: Any) -> str:
+        cause = exc.__cause__
+        reason = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+        return self._secret.scrub(f"connection error to {self.base_url or 'api.openai.com'}: {reason}")
+
+
+def _tool_choice(choice: str) -> str | dict[str, Any]:
+    if choice in ("auto", "required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def _response_format(schema: dict[str, Any], level: int) -> dict[str, Any]:
+    if level >= _RF_JSON_OBJECT:
+        return {"type": "json_object"}
+    json_schema: dict[str, Any] = {"name": "reply", "schema": schema}
+    if level == _RF_STRICT:
+        json_schema["strict"] = True
+    return {"type": "json_schema", "json_schema": json_schema}
+
+
+def _finish_reason(value: Any) -> Literal["stop", "length", "tool_calls", "content_filter", "other"]:
+    return value if isinstance(value, str) and value in _FINISH_REASONS else "other"  # type: ignore[return-value]
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _reasoning(message: Any) -> str | None:
+    """The reasoning text servers put in extra message fields (``reasoning_content``: vLLM, DeepSeek; ``reasoning``)."""
+    extra = getattr(message, "model_extra", None) or {}
+    for key in ("reasoning_content", "reasoning"):
+        value = extra.get(key, getattr(message, key, None))
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _server_message(body: Any) -> str:
+    """The short human message of an error body (the SDK already unwraps the ``error`` envelope)."""
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict):
+            message = inner.get("message") or inner.get("detail")
+            return str(message) if message is not None else ""
+        return str(inner)
+    return str(body) if body is not None else ""
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds to wait from ``retry-after-ms``, or ``retry-after`` as seconds or an HTTP date; None if absent/bad."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(float(millis) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max((when - datetime.now(UTC)).total_seconds(), 0.0)
