@@ -28,3 +28,7 @@ app.add_typer(import_app, name="import", help="Import tools from other formats (
 def main() -> None:
     """Console entry point."""
     app()
+
+
+if __name__ == "__main__":
+    main()
