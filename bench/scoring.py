@@ -105,6 +105,8 @@ def synthetic_suite(seed: int = 0) -> Suite:
         order = list(pools)
         rng.shuffle(order)
         tasks = [_task(pools[kind].pop(), rng, names) for kind in order]
+        for i, t in enumerate(tasks):
+            t.utterance = f"request {i} of session {n}"
         for t in tasks[1:]:
             t.subtype = rng.choice(list(TurnSubtype)[1:])
         sessions.append(

@@ -26,7 +26,10 @@ def build_agent(config: RunConfig, run_dir: Path) -> tuple[Agent, LLM | None]:
     if config.agent.startswith("scripted:"):
         return ScriptedAgent(load_behaviours(config.agent.removeprefix("scripted:"))), None
     if config.agent == "model":
-        backend = create_backend(config.model or "local", base_url=config.base_url)
+        # enough connections for every session running at once (the local backend keeps its own limit of 1)
+        backend = create_backend(
+            config.model or "local", base_url=config.base_url, max_connections=max(16, config.concurrency)
+        )
         cache = ResponseCache(run_dir / "cache.sqlite", mode=CacheMode(config.cache))
         llm = LLM(backend, cache=cache, prompt_mode=config.prompt_mode, max_connections=None)
         agent = ModelAgent(llm, temperature=config.temperature, seed=config.seed, max_tokens=config.max_tokens)

@@ -6,21 +6,25 @@ file; the package's own code is never imported).
 
 The model has no native tool calling, so ``native_tools`` is False: the client's prompt mode turns tools into a
 ``response_format`` JSON Schema, and this backend honours that schema by grammar-constrained decoding, so the reply
-text is always JSON of the asked shape (unless ``max_tokens`` cuts it, reported as ``finish_reason="length"``).
+text is JSON of the asked shape unless ``max_tokens`` cuts it (``finish_reason="length"``). The grammar covers
+structure (types, required keys, enums, array lengths, string patterns, ``$defs`` refs) but not every keyword:
+numeric ``minimum``/``maximum`` are ignored by llama-cpp-python's converter, and schemas it rejects fall back to
+"any JSON" (logged). So the client must still validate the reply.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.metadata
 import json
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from toolwild.errors import ConfigError, MissingDependencyError, PermanentBackendError
 from toolwild.llm.backend import Backend
@@ -52,7 +56,15 @@ _SAMPLING: dict[str, float | int] = {"top_k": 40, "top_p": 0.95, "min_p": 0.05, 
 # Tokens a prompt may use per message when the GGUF has no chat template and the count is estimated.
 _TEMPLATE_OVERHEAD = 8
 
-_FINISH_REASONS = {"stop": "stop", "length": "length", "tool_calls": "tool_calls", "function_call": "tool_calls"}
+# Model loads patch a process-global function (see _without_extra_buffer_types), so they are serialised process-wide.
+_LOAD_LOCK = threading.Lock()
+
+_FINISH_REASONS: dict[str, Literal["stop", "length", "tool_calls"]] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+}
 
 
 def default_model_path() -> Path:
@@ -80,6 +92,36 @@ def _import_llama_cpp() -> Any:
     except ImportError as exc:
         raise MissingDependencyError(f"the local backend needs llama-cpp-python; run: {_LLAMA_PIP}") from exc
     return llama_cpp
+
+
+@contextlib.contextmanager
+def _without_extra_buffer_types(llama_cpp: Any) -> Iterator[None]:
+    """Load models with llama.cpp's "extra buffer types" (AMX tiles, repacked weights) turned off.
+
+    Why: a wheel compiled with ``GGML_NATIVE`` on a CPU that reports AMX routes matrix products through AMX tiles,
+    and where the hypervisor does not really support them (Firecracker VMs among them) the first decode dies with
+    SIGSEGV in ``ggml_backend_amx_mul_mat`` - no Python exception, the process is gone. For a model this small the
+    extra buffer types bring nothing worth that risk, and the plain CPU path also gives the same numerics on more
+    machines. ``Llama()`` does not expose ``use_extra_bufts``, so the model-params factory it calls is wrapped for
+    the duration of the load, under a process-wide lock, and restored afterwards.
+    """
+    lib = llama_cpp.llama_cpp
+    original = lib.llama_model_default_params
+    if not hasattr(original(), "use_extra_bufts"):  # an older llama.cpp without the switch
+        yield
+        return
+
+    def without_extra_bufts() -> Any:
+        params = original()
+        params.use_extra_bufts = False
+        return params
+
+    with _LOAD_LOCK:
+        lib.llama_model_default_params = without_extra_bufts
+        try:
+            yield
+        finally:
+            lib.llama_model_default_params = original
 
 
 def _text_of(content: Any) -> str:
@@ -211,6 +253,8 @@ class LocalBackend(Backend):
     async def complete(self, request: ChatRequest) -> Completion:
         """Run one chat completion; with ``response_format``, decoding is constrained to JSON of that schema.
 
+        ``latency_s`` is generation time only: the one-off model load (first call) is in ``load_seconds``.
+
         Raises:
             ConfigError: the request has tools (the client must use prompt mode), or the model cannot be loaded.
             MissingDependencyError: llama-cpp-python is not installed.
@@ -244,9 +288,14 @@ class LocalBackend(Backend):
         llama_cpp = _import_llama_cpp()
         started = time.perf_counter()
         try:
-            llm = llama_cpp.Llama(
-                model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads, verbose=False
-            )
+            with _without_extra_buffer_types(llama_cpp):
+                llm = llama_cpp.Llama(
+                    model_path=str(self.model_path),
+                    n_ctx=self.n_ctx,
+                    n_threads=self.n_threads,
+                    n_threads_batch=self.n_threads,
+                    verbose=False,
+                )
         except ValueError as exc:  # llama-cpp-python's error for a file llama.cpp cannot load
             raise ConfigError(f"cannot load local model {self.model_path}: {exc}") from exc
         template = llm.metadata.get("tokenizer.chat_template")
@@ -360,7 +409,7 @@ class LocalBackend(Backend):
         usage = result.get("usage") or {}
         return Completion(
             text=choice["message"].get("content") or "",
-            finish_reason=_FINISH_REASONS.get(choice.get("finish_reason") or "stop", "other"),  # type: ignore[arg-type]
+            finish_reason=_FINISH_REASONS.get(choice.get("finish_reason") or "stop", "other"),
             usage=Usage(
                 prompt_tokens=int(usage.get("prompt_tokens", 0)),
                 completion_tokens=int(usage.get("completion_tokens", 0)),

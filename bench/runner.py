@@ -1,0 +1,106 @@
+"""Runner throughput: 256 sessions against a fake OpenAI server with 200 ms latency per call.
+
+Run: ``.venv/bin/python bench/runner.py`` (about 1–2 minutes). The fake server runs in its own process (uvicorn,
+so it adds no delay of its own); the harness runs here, through the real ``openai`` SDK over loopback.
+
+Prints, per concurrency: wall time, efficiency = ideal / actual (ideal = sum over sessions of their sequential
+step latencies / concurrency) and the harness CPU time per model call. Concurrency 1 runs the first 32 sessions
+only (the full 256 would take ~8 minutes of pure waiting); its efficiency is computed on those.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "helpers")]
+
+LATENCY_S = 0.2
+
+
+def _serve(suite_path: str, port: int, latency: float) -> None:
+    import uvicorn
+    from fake_openai import Delay, FakeOpenAI
+    from gold_responder import gold_responder
+
+    from toolwild.core.formats.wtb import load_wtb_suite
+
+    suite, _ = load_wtb_suite(suite_path)
+    respond = gold_responder(suite)
+    app = FakeOpenAI(lambda body: Delay(latency, respond(body)) if latency else respond(body))
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", access_log=False)
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def _run(suite, base_url: str, concurrency: int, run_dir: Path) -> tuple[float, float, int]:
+    from toolwild.eval.agents.model import ModelAgent
+    from toolwild.eval.runner import RunConfig, run_suite
+    from toolwild.llm.backends.openai_compat import OpenAIBackend
+    from toolwild.llm.client import LLM
+
+    backend = OpenAIBackend(model="fake-model", base_url=base_url, max_connections=max(16, concurrency))
+    llm = LLM(backend)
+    config = RunConfig(suite="bench", agent="model", concurrency=concurrency)
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    verdicts = await run_suite(suite, ModelAgent(llm), config, run_dir)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    await llm.aclose()
+    assert all(v.correct for v in verdicts), "the gold model must score 100%"
+    return wall, cpu, llm.backend_calls
+
+
+def main() -> None:
+    from scoring import synthetic_suite
+
+    from toolwild.core.formats.wtb import write_wtb_suite
+
+    suite = synthetic_suite()
+    tmp = Path(tempfile.mkdtemp(prefix="toolwild-bench-"))
+    suite_path = tmp / "suite.jsonl"
+    write_wtb_suite(suite, suite_path)
+    port = _port()
+    server = subprocess.Popen([sys.executable, __file__, "--serve", str(suite_path), str(port), str(LATENCY_S)])
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        base_url = f"http://127.0.0.1:{port}/v1"
+        from toolwild.core.session import Suite
+        from toolwild.eval.agents.oracle import oracle_steps
+
+        steps = {s.id: sum(len(oracle_steps(t)) for t in s.tasks) for s in suite.sessions}
+        print(f"{len(suite.sessions)} sessions, {sum(steps.values())} model calls, {LATENCY_S * 1000:.0f} ms per call")
+        for concurrency in (1, 16, 64):
+            part = suite if concurrency > 1 else Suite(name="part", sessions=suite.sessions[:32])
+            ideal = sum(steps[s.id] for s in part.sessions) * LATENCY_S / concurrency
+            wall, cpu, calls = asyncio.run(_run(part, base_url, concurrency, tmp / f"run{concurrency}"))
+            print(
+                f"concurrency {concurrency:3d} ({len(part.sessions):3d} sessions): wall {wall:7.2f} s,"
+                f" ideal {ideal:7.2f} s, efficiency {ideal / wall:5.2f},"
+                f" harness CPU {cpu / calls * 1000:5.2f} ms per call"
+            )
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--serve":
+        _serve(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
+    else:
+        main()
