@@ -13,6 +13,7 @@ server text quoted in an error is scrubbed of it).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import time
@@ -42,6 +43,8 @@ _DUMMY_KEY = "not-needed"
 _TRANSIENT_STATUSES = frozenset({408, 409, 429})
 _FINISH_REASONS: frozenset[str] = frozenset({"stop", "length", "tool_calls", "content_filter"})
 _MAX_SERVER_TEXT = 300
+_SHARD = 8
+"""Connections per HTTP pool; larger pools spend more CPU per request choosing a connection."""
 
 # How ``response_format`` is sent, from most to least demanding. A server that rejects one level (HTTP 400 naming
 # the feature) is asked again one level down, and the backend remembers the level for later calls.
@@ -131,20 +134,29 @@ class OpenAIBackend(Backend):
 
         self._completion_type = ChatCompletion
 
+        # httpx's pool scans every connection (with a socket check each) for every request, so one pool of 64
+        # connections costs more CPU per call than the call itself; shards of at most _SHARD connections, used in
+        # turn, keep that scan short. An injected client (tests) is used as the only shard.
         if http_client is None:
             import httpx2
 
-            http_client = openai.DefaultAsyncHttpx2Client(
-                timeout=httpx2.Timeout(self.timeout_s, connect=min(self.timeout_s, 10.0)),
-                limits=httpx2.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-            )
-        self._client: AsyncOpenAI = openai.AsyncOpenAI(
-            api_key=key,
-            base_url=base_url,
-            timeout=self.timeout_s,
-            max_retries=0,
-            http_client=http_client,
-        )
+            shards = max(1, -(-max_connections // _SHARD))
+            per_shard = -(-max_connections // shards)
+            clients = [
+                openai.DefaultAsyncHttpx2Client(
+                    timeout=httpx2.Timeout(self.timeout_s, connect=min(self.timeout_s, 10.0)),
+                    limits=httpx2.Limits(max_connections=per_shard, max_keepalive_connections=per_shard),
+                )
+                for _ in range(shards)
+            ]
+        else:
+            clients = [http_client]
+        self._clients: list[AsyncOpenAI] = [
+            openai.AsyncOpenAI(api_key=key, base_url=base_url, timeout=self.timeout_s, max_retries=0, http_client=c)
+            for c in clients
+        ]
+        self._client = self._clients[0]
+        self._turn = itertools.count()
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
@@ -155,7 +167,8 @@ class OpenAIBackend(Backend):
 
     async def aclose(self) -> None:
         """Close the SDK client and its HTTP connection pool (an injected ``http_client`` too)."""
-        await self._client.close()
+        for client in self._clients:
+            await client.close()
 
     async def complete(self, request: ChatRequest) -> Completion:
         """Run one chat completion.
@@ -183,7 +196,8 @@ class OpenAIBackend(Backend):
                     # The SDK's own ``chat.completions.create`` walks every message through a TypedDict transform
                     # (milliseconds per call on long conversations); our params are already plain JSON, so they go
                     # straight to the SDK's ``post`` with the same response type, retries and error classes.
-                    response = await self._client.post("/chat/completions", body=params, cast_to=self._completion_type)
+                    client = self._clients[next(self._turn) % len(self._clients)]
+                    response = await client.post("/chat/completions", body=params, cast_to=self._completion_type)
             except TimeoutError:
                 error = TransientBackendError(f"timeout: no reply within {self.timeout_s:g} s")
             except self._openai.APIStatusError as exc:
