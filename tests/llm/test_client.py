@@ -324,3 +324,14 @@ async def test_structured_output_gives_up_clearly():
         await generate_structured(LLM(backend), [{"role": "user", "content": "a city"}], City, max_attempts=2)
     assert info.value.attempts == 2 and info.value.last_reply == "still nope"
     assert "City" in str(info.value)
+
+
+def test_prompt_reply_with_raw_newlines_in_strings_is_still_the_protocol():
+    parsed = from_prompt_reply(Completion(text='{"tool_calls": [{"name": "f", "arguments": {"q": "a\nb"}}]}'))
+    assert parsed.tool_calls[0].name == "f" and parsed.tool_calls[0].arguments == {"q": "a\nb"}
+
+
+@pytest.mark.anyio
+async def test_structured_output_tolerates_raw_control_characters():
+    city = await generate_structured(LLM(ScriptedBackend(['{"name": "Os\nlo", "population": 1}'])), [], City)
+    assert city.name == "Os\nlo"

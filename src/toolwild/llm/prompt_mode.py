@@ -130,7 +130,9 @@ def from_prompt_reply(completion: Completion) -> Completion:
     """Parse a prompt-mode reply back into text or tool calls; a reply that is not the protocol is plain text."""
     text = completion.text or ""
     try:
-        value = json.loads(text)
+        # strict=False accepts raw control characters inside strings: llama.cpp's JSON grammar lets a small model
+        # put literal newlines in a string, and such a reply is still the protocol, not free text.
+        value = json.loads(text, strict=False)
     except json.JSONDecodeError:
         return completion
     if isinstance(value, dict) and isinstance(value.get("tool_calls"), list) and value["tool_calls"]:

@@ -7,6 +7,7 @@ model sees its reply and the validation error and tries again, a bounded number 
 
 from __future__ import annotations
 
+import json
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -26,6 +27,18 @@ def _short(exc: ValidationError, limit: int = 5) -> str:
         loc = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
         lines.append(f"- {loc}: {err.get('msg')}")
     return "\n".join(lines)
+
+
+def _validate(output_type: type[M], text: str) -> M:
+    """Validate JSON text; raw control characters inside strings (llama.cpp grammars allow them) are tolerated."""
+    try:
+        return output_type.model_validate_json(text)
+    except ValidationError as first:
+        try:
+            value = json.loads(text, strict=False)
+        except json.JSONDecodeError:
+            raise first from None
+        return output_type.model_validate(value)
 
 
 async def generate_structured(
@@ -58,7 +71,7 @@ async def generate_structured(
         completion = await llm.complete(request, role=role)
         last_text = completion.text or ""
         try:
-            return output_type.model_validate_json(last_text)
+            return _validate(output_type, last_text)
         except ValidationError as exc:
             if attempt == max_attempts:
                 raise StructuredOutputError(
