@@ -22,6 +22,7 @@ from toolwild.core.trajectory import Trajectory, TrajectoryStatus
 from toolwild.core.verdict import ScoringMode, SessionVerdict
 from toolwild.errors import BackendError, ConfigError, DataError, TransientBackendError
 from toolwild.eval.agents.base import Agent
+from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.scoring.session import failed_session, score_session
 from toolwild.eval.session import HistoryMode, run_session
 
@@ -171,7 +172,12 @@ async def run_suite(
         assert session is not None
         account(score_session(session, traj, mode=config.mode), traj)
         progress.skipped += 1
-    todo = [s for s in suite.sessions if s.id not in done]
+    # Longest sessions first (by gold steps): with N sessions at once, a long one started last would leave the
+    # other slots idle while it finishes.
+    todo = sorted(
+        (s for s in suite.sessions if s.id not in done),
+        key=lambda s: -sum(GoldDag.from_task(t).min_length for t in s.tasks),
+    )
     limit = asyncio.Semaphore(config.concurrency)
     with (run_dir / TRAJECTORIES).open("a", encoding="utf-8") as handle:
 

@@ -98,8 +98,11 @@ class LLM:
             CacheMissError: the cache is read-only and the request is not in it.
         """
         sent, transform = self._transform(request)
+        if self.cache is None or not self.cache.readable:
+            # no cache, no content address: hashing a long conversation per call is not free
+            return await self._call(sent, role, transform)
         key = cache_key(self.backend.identity(), request, transform)
-        if self.cache is not None and self.cache.readable:
+        if self.cache.readable:
             hit = self.cache.get(key)
             if hit is not None:
                 self.usage.record_hit(role)
@@ -120,8 +123,7 @@ class LLM:
             raise
         else:
             future.set_result(completion)
-            if self.cache is not None:
-                self.cache.put(key, completion)
+            self.cache.put(key, completion)
             return completion
         finally:
             del self._inflight[key]

@@ -26,7 +26,8 @@ class ModelAgent:
 
     async def next_step(self, context: AgentContext) -> Step:
         """One model call."""
-        request = ChatRequest(
+        # built by the runner from validated data: skip re-validating a long conversation on every step
+        request = ChatRequest.model_construct(
             messages=context.messages,
             tools=context.tools or None,
             tool_choice="auto",

@@ -130,9 +130,6 @@ class OpenAIBackend(Backend):
         self._max_connections = max_connections
         self._rf_level = _RF_STRICT
         self._openai = openai
-        from openai.types.chat import ChatCompletion
-
-        self._completion_type = ChatCompletion
 
         # httpx's pool scans every connection (with a socket check each) for every request, so one pool of 64
         # connections costs more CPU per call than the call itself; shards of at most _SHARD connections, used in
@@ -193,11 +190,12 @@ class OpenAIBackend(Backend):
             started = time.perf_counter()
             try:
                 async with asyncio.timeout(self.timeout_s):
-                    # The SDK's own ``chat.completions.create`` walks every message through a TypedDict transform
-                    # (milliseconds per call on long conversations); our params are already plain JSON, so they go
-                    # straight to the SDK's ``post`` with the same response type, retries and error classes.
+                    # The SDK's ``chat.completions.create`` walks every message through a TypedDict transform and
+                    # builds pydantic objects for the reply (milliseconds per call on long conversations); our params
+                    # are already plain JSON, so they go to the SDK's ``post`` (same HTTP handling and error classes)
+                    # and the reply comes back as plain JSON, checked by ``_completion``.
                     client = self._clients[next(self._turn) % len(self._clients)]
-                    response = await client.post("/chat/completions", body=params, cast_to=self._completion_type)
+                    response = await client.post("/chat/completions", body=params, cast_to=dict)
             except TimeoutError:
                 error = TransientBackendError(f"timeout: no reply within {self.timeout_s:g} s")
             except self._openai.APIStatusError as exc:
@@ -254,34 +252,38 @@ class OpenAIBackend(Backend):
     # -- response -----------------------------------------------------------------------------------------------
 
     def _completion(self, response: Any, latency: float) -> Completion:
-        choices = getattr(response, "choices", None)
+        """Map the reply (plain JSON: the SDK is asked not to build its pydantic objects) to a Completion."""
+        choices = _field(response, "choices")
         if not isinstance(choices, list) or not choices:
             raise MalformedResponseError("the server's reply has no choices")
         choice = choices[0]
-        message = getattr(choice, "message", None)
-        if message is None:
+        message = _field(choice, "message")
+        if not isinstance(message, dict):
             raise MalformedResponseError("the server's reply has a choice without a message")
 
         calls: list[CompletionToolCall] = []
-        for raw_call in getattr(message, "tool_calls", None) or []:
-            function = getattr(raw_call, "function", None)
-            name = getattr(function, "name", None)
+        for raw_call in _field(message, "tool_calls") or []:
+            function = _field(raw_call, "function")
+            name = _field(function, "name")
             if not isinstance(name, str) or not name:
                 raise MalformedResponseError("the server's reply has a tool call without a function name")
+            call_id = _field(raw_call, "id")
             calls.append(
-                CompletionToolCall.parse(name, getattr(function, "arguments", None), id=getattr(raw_call, "id", None))
+                CompletionToolCall.parse(
+                    name, _field(function, "arguments"), id=call_id if isinstance(call_id, str) else None
+                )
             )
 
-        content = getattr(message, "content", None)
-        usage = getattr(response, "usage", None)
-        model = getattr(response, "model", None)
+        content = _field(message, "content")
+        usage = _field(response, "usage")
+        model = _field(response, "model")
         return Completion(
             text=content if isinstance(content, str) and content else None,
             tool_calls=calls,
-            finish_reason=_finish_reason(getattr(choice, "finish_reason", None)),
+            finish_reason=_finish_reason(_field(choice, "finish_reason")),
             usage=Usage(
-                prompt_tokens=_int(getattr(usage, "prompt_tokens", None)),
-                completion_tokens=_int(getattr(usage, "completion_tokens", None)),
+                prompt_tokens=_int(_field(usage, "prompt_tokens")),
+                completion_tokens=_int(_field(usage, "completion_tokens")),
             ),
             latency_s=latency,
             reasoning=_reasoning(message),
@@ -328,11 +330,15 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def _reasoning(message: Any) -> str | None:
+def _field(obj: Any, name: str) -> Any:
+    """A field of a JSON object, or None when ``obj`` is not an object (malformed replies are checked by callers)."""
+    return obj.get(name) if isinstance(obj, dict) else None
+
+
+def _reasoning(message: dict[str, Any]) -> str | None:
     """The reasoning text servers put in extra message fields (``reasoning_content``: vLLM, DeepSeek; ``reasoning``)."""
-    extra = getattr(message, "model_extra", None) or {}
     for key in ("reasoning_content", "reasoning"):
-        value = extra.get(key, getattr(message, key, None))
+        value = message.get(key)
         if isinstance(value, str) and value:
             return value
     return None
