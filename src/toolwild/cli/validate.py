@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -12,6 +13,15 @@ from toolwild.cli._common import console, handled_errors
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.jsonl import read_jsonl
 from toolwild.eval.validate import Severity, summarize_suite, validate_suite
+
+
+def _count_table(title: str, key: str, value: str, counts: Mapping[Any, int]) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column(key)
+    table.add_column(value, justify="right")
+    for name in sorted(counts):
+        table.add_row(str(name), str(counts[name]))
+    return table
 
 
 def validate(
@@ -41,24 +51,9 @@ def validate(
     head.add_row("tool entries / unique names", f"{summary.tools} / {summary.unique_tools}")
     head.add_row("malformed records", str(report.skipped_count))
     console.print(head)
-    dist = Table(title="Distribution", title_justify="left")
-    dist.add_column("task type")
-    dist.add_column("n", justify="right")
-    for name, n in sorted(summary.task_types.items()):
-        dist.add_row(name, str(n))
-    console.print(dist)
-    sub = Table(title="Turn subtypes", title_justify="left")
-    sub.add_column("subtype")
-    sub.add_column("n", justify="right")
-    for name, n in sorted(summary.subtypes.items()):
-        sub.add_row(name, str(n))
-    console.print(sub)
-    tr = Table(title="Sessions by instruction transitions", title_justify="left")
-    tr.add_column("transitions")
-    tr.add_column("sessions", justify="right")
-    for k in sorted(summary.transitions):
-        tr.add_row(str(k), str(summary.transitions[k]))
-    console.print(tr)
+    console.print(_count_table("Distribution", "task type", "n", summary.task_types))
+    console.print(_count_table("Turn subtypes", "subtype", "n", summary.subtypes))
+    console.print(_count_table("Sessions by instruction transitions", "transitions", "sessions", summary.transitions))
 
     errors = report.skipped_count + sum(p.severity is Severity.ERROR for p in problems)
     if report.skipped or problems:
