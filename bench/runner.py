@@ -60,6 +60,15 @@ async def _run(suite, base_url: str, concurrency: int, run_dir: Path) -> tuple[f
     return wall, cpu, llm.backend_calls
 
 
+def _loop_factory():
+    """uvloop when installed (what ``toolwild eval`` uses), else the default event loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
 def main() -> None:
     from scoring import synthetic_suite
 
@@ -88,7 +97,8 @@ def main() -> None:
         for concurrency in (1, 16, 64):
             part = suite if concurrency > 1 else Suite(name="part", sessions=suite.sessions[:32])
             ideal = sum(steps[s.id] for s in part.sessions) * LATENCY_S / concurrency
-            wall, cpu, calls = asyncio.run(_run(part, base_url, concurrency, tmp / f"run{concurrency}"))
+            with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+                wall, cpu, calls = runner.run(_run(part, base_url, concurrency, tmp / f"run{concurrency}"))
             print(
                 f"concurrency {concurrency:3d} ({len(part.sessions):3d} sessions): wall {wall:7.2f} s,"
                 f" ideal {ideal:7.2f} s, efficiency {ideal / wall:5.2f},"

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
 
 from toolwild.core.jsonl import LoadReport
 from toolwild.errors import ToolwildError
+
+T = TypeVar("T")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -34,3 +38,13 @@ def report_skipped(report: LoadReport, *, limit: int = 10) -> None:
         err_console.print(f"  [yellow]•[/] {exc}")
     if report.skipped_count > limit:
         err_console.print(f"  … and {report.skipped_count - limit} more")
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine on uvloop when it is installed (less CPU per model call), else on asyncio's own loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coro)

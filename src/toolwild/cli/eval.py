@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -10,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from toolwild.cli._common import console, handled_errors, report_skipped
+from toolwild.cli._common import console, handled_errors, report_skipped, run_async
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.verdict import ScoringMode
 from toolwild.errors import ConfigError
@@ -119,7 +118,7 @@ def eval_command(
                     if llm is not None:
                         await llm.aclose()
 
-            verdicts = asyncio.run(run())
+            verdicts = run_async(run())
         metrics = compute_metrics(
             verdicts, model_name=agent_obj.name, mode=config.mode, count_infra_errors=config.count_infra_errors
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 from typing import Annotated
@@ -10,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from toolwild.cli._common import console, handled_errors
+from toolwild.cli._common import console, handled_errors, run_async
 from toolwild.llm.cache import CacheMode, ResponseCache
 from toolwild.llm.client import LLM
 from toolwild.llm.registry import create_backend, describe_backends
@@ -71,7 +70,7 @@ def check(
             finally:
                 await llm.aclose()
 
-        rows = asyncio.run(run())
+        rows = run_async(run())
     table = Table(title=f"{model} ({'prompt mode' if llm.prompt_mode else 'native tools'})", title_justify="left")
     table.add_column("call")
     table.add_column("result")

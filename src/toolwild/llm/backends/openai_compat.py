@@ -43,7 +43,7 @@ _DUMMY_KEY = "not-needed"
 _TRANSIENT_STATUSES = frozenset({408, 409, 429})
 _FINISH_REASONS: frozenset[str] = frozenset({"stop", "length", "tool_calls", "content_filter"})
 _MAX_SERVER_TEXT = 300
-_SHARD = 8
+_SHARD = 4
 """Connections per HTTP pool; larger pools spend more CPU per request choosing a connection."""
 
 # How ``response_format`` is sent, from most to least demanding. A server that rejects one level (HTTP 400 naming
