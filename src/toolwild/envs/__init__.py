@@ -1,0 +1,1 @@
+"""Execution environments: tools that answer calls from explicit state (Python code now; LLM-simulated later)."""

@@ -1,0 +1,107 @@
+"""The environment interface: isolated episodes that answer tool calls from explicit state.
+
+An :class:`EnvironmentBackend` describes a tool set and starts :class:`Episode` objects with ``reset(seed=...)``;
+every episode owns its state (a copy), so concurrent episodes never see each other's writes. A call returns an
+:class:`Observation`: a result, or a typed :class:`ToolError` the agent sees (an environment error is an answer, not
+a crash). ``state()`` is a JSON snapshot; :func:`diff_states` says what changed between two snapshots.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from toolwild.core.tool import Tool
+
+__all__ = ["EnvironmentBackend", "Episode", "Observation", "ToolError", "ToolErrorKind", "diff_states"]
+
+
+class ToolErrorKind(StrEnum):
+    """How a call can fail (the error modes of a tool's contract)."""
+
+    UNKNOWN_TOOL = "unknown_tool"
+    INVALID_ARGUMENTS = "invalid_arguments"
+    PRECONDITION_FAILED = "precondition_failed"
+    NOT_FOUND = "not_found"
+    DUPLICATE = "duplicate"
+    REJECTED = "rejected"
+    """The environment refused a write that would leave it invalid (e.g. an unbalanced transaction)."""
+
+
+class ToolError(BaseModel):
+    """A typed failure of one call, shown to the agent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: ToolErrorKind
+    message: str
+
+
+class Observation(BaseModel):
+    """The answer to one call."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ok: bool
+    result: Any = None
+    error: ToolError | None = None
+
+    def to_text(self) -> str:
+        """The JSON text a model is shown as the tool message."""
+        if self.ok:
+            return self.model_dump_json(include={"ok", "result"})
+        return self.model_dump_json(include={"ok", "error"})
+
+
+class Episode(ABC):
+    """One isolated run of an environment."""
+
+    @abstractmethod
+    def call(self, name: str, arguments: dict[str, Any]) -> Observation:
+        """Execute one tool call."""
+
+    @abstractmethod
+    def state(self) -> dict[str, Any]:
+        """A JSON snapshot of the current state."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release files or memory held by the episode."""
+
+
+class EnvironmentBackend(ABC):
+    """A tool set and a way to start isolated episodes."""
+
+    id: str = "environment"
+
+    @property
+    @abstractmethod
+    def tools(self) -> list[Tool]:
+        """The tools an agent may call."""
+
+    @abstractmethod
+    def reset(self, *, seed: int = 0) -> Episode:
+        """Start a fresh, isolated episode."""
+
+
+def diff_states(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
+    """What changed between two JSON snapshots, as ``{"path", "before", "after"}`` entries (``None`` = absent)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out: list[dict[str, Any]] = []
+        for key in sorted(set(before) | set(after), key=str):
+            sub = f"{path}/{key}"
+            if key not in before:
+                out.append({"path": sub, "before": None, "after": after[key]})
+            elif key not in after:
+                out.append({"path": sub, "before": before[key], "after": None})
+            else:
+                out.extend(diff_states(before[key], after[key], sub))
+        return out
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        out = []
+        for i, (a, b) in enumerate(zip(before, after, strict=True)):
+            out.extend(diff_states(a, b, f"{path}/{i}"))
+        return out
+    return [] if before == after else [{"path": path or "/", "before": before, "after": after}]

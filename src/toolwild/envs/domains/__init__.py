@@ -1,0 +1,1 @@
+"""Built-in domains, one folder each (data model, tools, environment, data)."""

@@ -1,0 +1,132 @@
+"""Python tools: typed methods on a :class:`Toolkit`, each marked with its effect (the tau2-bench pattern).
+
+The method's signature is the parameter schema (via pydantic) and its Google-style docstring is the description
+(first paragraph) and the parameter descriptions (``Args:``), so a tool is written once. Arguments are validated
+against the signature before the method runs: invalid arguments never reach the code. A method raises
+:class:`ToolFailure` to return a typed error to the agent.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar, get_type_hints
+
+from pydantic import ConfigDict, ValidationError, create_model
+
+from toolwild.core.tool import Effect, Tool
+from toolwild.envs.base import Episode, Observation, ToolError, ToolErrorKind
+
+__all__ = ["ToolFailure", "Toolkit", "tool"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_ARG_LINE = re.compile(r"^\s{4,}(\w+)(?:\s*\(.*?\))?:\s*(.*)$")
+
+
+class ToolFailure(Exception):
+    """Raised by a tool to answer with a typed error."""
+
+    def __init__(self, kind: ToolErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+def tool(*, effect: Effect) -> Callable[[F], F]:
+    """Mark a toolkit method as a tool with a read or write effect."""
+
+    def mark(fn: F) -> F:
+        fn.__toolwild_effect__ = effect  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    doc = inspect.cleandoc(doc or "")
+    parts = doc.split("\n\n")
+    description = " ".join(parts[0].split()) if parts and parts[0] else ""
+    args: dict[str, str] = {}
+    in_args = False
+    current: str | None = None
+    for line in doc.splitlines():
+        if line.strip() in ("Args:", "Arguments:"):
+            in_args = True
+            continue
+        if in_args:
+            if line.strip().endswith(":") and not line.startswith(" "):
+                break
+            m = _ARG_LINE.match("    " + line) if not line.startswith("    ") else _ARG_LINE.match(line)
+            if m and (line.startswith("    ") and not line.startswith("        ")):
+                current = m.group(1)
+                args[current] = m.group(2).strip()
+            elif current and line.strip():
+                args[current] += " " + line.strip()
+    return description, args
+
+
+class Toolkit(Episode):
+    """Base class of a Python domain's episode: subclasses hold the state and define ``@tool`` methods."""
+
+    _tool_methods: dict[str, Callable[..., Any]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._tool_methods = {
+            name: fn for name, fn in inspect.getmembers(cls, inspect.isfunction) if hasattr(fn, "__toolwild_effect__")
+        }
+        cls._arg_models = {}
+        for name, fn in cls._tool_methods.items():
+            hints = get_type_hints(fn)
+            fields: dict[str, Any] = {}
+            for pname, param in list(inspect.signature(fn).parameters.items())[1:]:
+                default = ... if param.default is inspect.Parameter.empty else param.default
+                fields[pname] = (hints.get(pname, Any), default)
+            cls._arg_models[name] = create_model(
+                f"{cls.__name__}_{name}_args", __config__=ConfigDict(extra="forbid", strict=False), **fields
+            )
+
+    @classmethod
+    def tool_specs(cls) -> list[Tool]:
+        """The tools of this toolkit (schema from signatures, descriptions from docstrings)."""
+        specs = []
+        for name, fn in sorted(cls._tool_methods.items()):
+            description, arg_docs = _parse_docstring(fn.__doc__ or "")
+            schema = cls._arg_models[name].model_json_schema()
+            schema.pop("title", None)
+            for pname, prop in schema.get("properties", {}).items():
+                prop.pop("title", None)
+                if pname in arg_docs:
+                    prop["description"] = arg_docs[pname]
+            schema.setdefault("required", [])
+            specs.append(Tool(name=name, description=description, parameters=schema, effect=fn.__toolwild_effect__))
+        return specs
+
+    @classmethod
+    def effect_of(cls, name: str) -> Effect | None:
+        """Read or write, for a tool name (None if unknown)."""
+        fn = cls._tool_methods.get(name)
+        return fn.__toolwild_effect__ if fn else None
+
+    def call(self, name: str, arguments: dict[str, Any]) -> Observation:
+        """Validate the arguments against the signature, run the tool, and wrap the outcome."""
+        fn = self._tool_methods.get(name)
+        if fn is None:
+            return Observation(ok=False, error=ToolError(kind=ToolErrorKind.UNKNOWN_TOOL, message=f"no tool {name!r}"))
+        if not isinstance(arguments, dict):
+            return Observation(
+                ok=False, error=ToolError(kind=ToolErrorKind.INVALID_ARGUMENTS, message="arguments must be an object")
+            )
+        try:
+            parsed = self._arg_models[name].model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
+            )
+            return Observation(ok=False, error=ToolError(kind=ToolErrorKind.INVALID_ARGUMENTS, message=problems))
+        try:
+            result = fn(self, **dict(parsed))
+        except ToolFailure as failure:
+            return Observation(ok=False, error=ToolError(kind=failure.kind, message=failure.message))
+        return Observation(ok=True, result=result)
