@@ -7,13 +7,20 @@ string, and a model that emits invalid JSON must be scored as such, not repaired
 
 from __future__ import annotations
 
+import hashlib
 import json
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Step", "TaskTrajectory", "ToolCall", "Trajectory", "TrajectoryStatus"]
+__all__ = ["Step", "TaskTrajectory", "ToolCall", "Trajectory", "TrajectoryStatus", "state_digest"]
+
+
+def state_digest(state: Any) -> str:
+    """SHA-256 of a state's canonical JSON: two states are equal exactly when their digests are."""
+    text = json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class ToolCall(BaseModel):
@@ -64,6 +71,12 @@ class TaskTrajectory(BaseModel):
 
     task_index: int
     steps: list[Step] = Field(default_factory=list)
+    state_digest: str | None = None
+    """Free-running runs on a stateful environment: SHA-256 of the canonical state after the task."""
+    state_diff: list[dict[str, Any]] | None = None
+    """Differences from the task's expected state (first 20), when the suite gives one."""
+    writes: int | None = None
+    """Successful write calls the agent made in this task (stateful environments)."""
 
 
 class TrajectoryStatus(StrEnum):

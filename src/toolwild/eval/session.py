@@ -18,14 +18,34 @@ from typing import Any
 from toolwild.core.formats.openai_tools import to_openai_tools_for_api
 from toolwild.core.session import Session
 from toolwild.core.task import NodeKind
-from toolwild.core.trajectory import Step, TaskTrajectory, Trajectory
+from toolwild.core.tool import Effect
+from toolwild.core.trajectory import Step, TaskTrajectory, ToolCall, Trajectory, state_digest
 from toolwild.core.verdict import ScoringMode
+from toolwild.envs.base import EnvironmentBackend, Episode, Observation, ToolError, ToolErrorKind, diff_states
 from toolwild.eval.agents.base import Agent, AgentContext
 from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.scoring.session import api_parameters
 from toolwild.eval.scoring.task import TaskJudge
 
-__all__ = ["HistoryMode", "gold_history", "run_session"]
+__all__ = ["HistoryMode", "environment_seed", "gold_history", "run_session"]
+
+
+def environment_seed(session: Session) -> int:
+    """The seed of a session's environment episode (recorded in the suite)."""
+    value = session.extra.get("env_seed", session.extra.get("ledger_seed", 0))
+    return int(value) if isinstance(value, int | str) and str(value).lstrip("-").isdigit() else 0
+
+
+def _execute(episode: Episode, call: ToolCall) -> Observation:
+    """Run one of the agent's calls on the environment (unparseable arguments are the agent's error to see)."""
+    try:
+        arguments = json.loads(call.arguments)
+    except json.JSONDecodeError as exc:
+        return Observation(
+            ok=False,
+            error=ToolError(kind=ToolErrorKind.INVALID_ARGUMENTS, message=f"arguments are not JSON: {exc.msg}"),
+        )
+    return episode.call(call.name, arguments if isinstance(arguments, dict) else {"_": arguments})
 
 
 class HistoryMode(StrEnum):
@@ -105,8 +125,33 @@ async def run_session(
     history: HistoryMode = HistoryMode.WTB,
     scoring_mode: ScoringMode = ScoringMode.WTB,
     max_steps_per_task: int = 32,
+    environment: EnvironmentBackend | None = None,
 ) -> Trajectory:
-    """Run every task of a session through the live loop and return what the agent did."""
+    """Run every task of a session through the live loop and return what the agent did.
+
+    With ``history=FREE`` and an ``environment``, the agent's calls run on a real episode (every call the agent
+    makes, even one the live loop judges wrong: a real service would have executed it), the agent sees the real
+    observations, and after each task the environment's state is recorded (digest, differences from the expected
+    state, write count).
+    """
+    episode = environment.reset(seed=environment_seed(session)) if environment and history is HistoryMode.FREE else None
+    write_tools = {t.name for t in environment.tools if t.effect is Effect.WRITE} if environment else set()
+    try:
+        return await _run_tasks(session, agent, history, scoring_mode, max_steps_per_task, episode, write_tools)
+    finally:
+        if episode is not None:
+            episode.close()
+
+
+async def _run_tasks(
+    session: Session,
+    agent: Agent,
+    history: HistoryMode,
+    scoring_mode: ScoringMode,
+    max_steps_per_task: int,
+    episode: Episode | None,
+    write_tools: set[str],
+) -> Trajectory:
     tools = to_openai_tools_for_api(session.tools)
     params = api_parameters(session)
     own_history: list[dict[str, Any]] = [{"role": "system", "content": session.system_prompt}]
@@ -116,6 +161,7 @@ async def run_session(
         messages = [*base, {"role": "user", "content": task.utterance}]
         judge = TaskJudge(task, parameters=params, mode=scoring_mode)
         steps: list[Step] = []
+        writes = 0
         while not judge.finished:
             if len(steps) >= max_steps_per_task:
                 break
@@ -129,6 +175,18 @@ async def run_session(
                 for call, call_id in zip(step.tool_calls, ids, strict=True):
                     call.id = call_id
             steps.append(step)
+            if episode is not None and step.tool_calls:
+                observed = [_execute(episode, call) for call in step.tool_calls]
+                writes += sum(
+                    1 for c, o in zip(step.tool_calls, observed, strict=True) if o.ok and c.name in write_tools
+                )
+                step.observations = [o.to_text() for o in observed]
+                messages.append(_assistant_message(step, ids))
+                for call_id, text in zip(ids, step.observations, strict=True):
+                    messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+                if verdict.name_label == "error":
+                    break
+                continue
             if verdict.name_label == "error":
                 if history is HistoryMode.FREE and (step.content or step.tool_calls):
                     messages.append(_assistant_message(step, ids))
@@ -149,7 +207,14 @@ async def run_session(
             elif nodes and nodes[0].kind is NodeKind.ASK:
                 step.user_reply = nodes[0].user_input or ""
                 messages.append({"role": "user", "content": step.user_reply})
-        tasks.append(TaskTrajectory(task_index=ti, steps=steps))
+        record = TaskTrajectory(task_index=ti, steps=steps)
+        if episode is not None:
+            state = episode.state()
+            record.state_digest = state_digest(state)
+            record.writes = writes
+            if task.expected_state is not None:
+                record.state_diff = diff_states(task.expected_state, state)[:20]
+        tasks.append(record)
         if history is HistoryMode.FREE:
             own_history = messages
     return Trajectory(session_id=session.id, model=agent.name, tasks=tasks)
