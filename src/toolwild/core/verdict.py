@@ -118,6 +118,10 @@ class TaskVerdict(BaseModel):
     progress_total: int
     error_reason: str | None = None
     error_class: ErrorClass | None = None
+    state_match: bool | None = None
+    """Free-running on a stateful environment: the state after the task equals the expected state."""
+    redundant_writes: int | None = None
+    """Successful writes beyond the gold's writes for this task (a doubled write corrupts real data)."""
     dropped_step: int | None = None
     """``wtb``: the step entry the published argument pass deletes after an argument error (kept in ``steps``)."""
     steps: list[StepVerdict] = Field(default_factory=list)

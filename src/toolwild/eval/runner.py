@@ -20,6 +20,7 @@ from toolwild.core.formats.results import append_trajectory
 from toolwild.core.session import Session, Suite
 from toolwild.core.trajectory import Trajectory, TrajectoryStatus
 from toolwild.core.verdict import ScoringMode, SessionVerdict
+from toolwild.envs.registry import get_environment
 from toolwild.errors import BackendError, ConfigError, DataError, TransientBackendError
 from toolwild.eval.agents.base import Agent
 from toolwild.eval.scoring.dag import GoldDag
@@ -106,6 +107,9 @@ def load_run_trajectories(run_dir: Path, *, repair: bool = False) -> list[Trajec
 
 
 async def _run_one(session: Session, agent: Agent, config: RunConfig) -> Trajectory:
+    environment = (
+        get_environment(session.environment) if session.environment and config.history is HistoryMode.FREE else None
+    )
     try:
         coro = run_session(
             session,
@@ -113,6 +117,7 @@ async def _run_one(session: Session, agent: Agent, config: RunConfig) -> Traject
             history=config.history,
             scoring_mode=config.mode,
             max_steps_per_task=config.max_steps_per_task,
+            environment=environment,
         )
         if config.session_timeout_s is None:
             return await coro

@@ -52,6 +52,14 @@ def render_scoreboard(metrics: Metrics, console: Console) -> None:
     prog = metrics.progress_info["Total"]
     if prog["total_step"]:
         head.add_row("Accomplish progress", _pct(prog["rate"]), f"{prog['complete_step']}/{prog['total_step']}", "")
+    state = ext.get("state_info")
+    if state:
+        for key, label in (("task_state", "Expected state after task"), ("final_state", "Final state (session)")):
+            leaf = state[key]
+            if leaf["total_count"]:
+                head.add_row(label, _pct(leaf["accuracy"]), f"{leaf['correct_count']}/{leaf['total_count']}", "")
+        writes = state["redundant_writes"]
+        head.add_row("Redundant writes", str(writes["writes"]), f"{writes['tasks']} tasks", "")
     console.print(head)
 
     transitions = {f"{k} transitions": v["session"] for k, v in ext.get("transition_info", {}).items()}

@@ -97,6 +97,8 @@ def compute_metrics(
         str(k): {"session": _leaf(), "task": _leaf()} for k in range(4)
     }
     taxonomy: Counter[str] = Counter()
+    state = {"task": _leaf(), "final": _leaf()}
+    redundant = {"writes": 0, "tasks": 0, "sessions": 0}
     per_session: list[tuple[int, int]] = []
     for sv in scored:
         _add(total["session"], sv.correct)
@@ -128,6 +130,15 @@ def compute_metrics(
             if not ok and tv.error_class is not None:
                 taxonomy[tv.error_class.value] += 1
         per_session.append((n_correct, len(sv.tasks)))
+        matched = [tv.state_match for tv in sv.tasks if tv.state_match is not None]
+        for ok in matched:
+            _add(state["task"], ok)
+        if matched:
+            _add(state["final"], matched[-1])
+        extra = [tv.redundant_writes for tv in sv.tasks if tv.redundant_writes]
+        redundant["writes"] += sum(extra)
+        redundant["tasks"] += len(extra)
+        redundant["sessions"] += bool(extra)
     for k in ("0", "1", "2", "3"):
         layers.setdefault(k, _leaf())
     failed = sum(taxonomy.values())
@@ -149,6 +160,12 @@ def compute_metrics(
             for cls in ErrorClass
         },
     }
+    if state["task"]["total_count"] or any(tv.redundant_writes is not None for sv in scored for tv in sv.tasks):
+        extensions["state_info"] = {
+            "task_state": _finish({"x": state["task"]})["x"],
+            "final_state": _finish({"x": state["final"]})["x"],
+            "redundant_writes": redundant,
+        }
     if resamples > 0 and per_session:
         extensions["confidence_intervals"] = bootstrap_accuracy(per_session, resamples=resamples, seed=seed)
     return Metrics(

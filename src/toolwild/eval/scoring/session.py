@@ -7,7 +7,8 @@ from typing import Any
 
 from toolwild.core.formats.openai_tools import to_openai_tools_for_api
 from toolwild.core.session import Session, Suite
-from toolwild.core.trajectory import Trajectory, TrajectoryStatus
+from toolwild.core.tool import Effect
+from toolwild.core.trajectory import TaskTrajectory, Trajectory, TrajectoryStatus, state_digest
 from toolwild.core.verdict import ErrorClass, ScoringMode, SessionVerdict, TaskVerdict
 from toolwild.errors import ScoringError
 from toolwild.eval.scoring.dag import GoldDag
@@ -67,11 +68,38 @@ def score_session(session: Session, trajectory: Trajectory, *, mode: ScoringMode
             f"session {session.id!r}: trajectory has {len(trajectory.tasks)} tasks, the session {len(session.tasks)}"
         )
     params = api_parameters(session)
-    by_index = {t.task_index: t.steps for t in trajectory.tasks}
-    tasks = [
-        score_task(session, i, by_index.get(i, []), parameters=params, mode=mode) for i in range(len(session.tasks))
-    ]
+    by_index = {t.task_index: t for t in trajectory.tasks}
+    tasks = []
+    for i in range(len(session.tasks)):
+        record = by_index.get(i)
+        verdict = score_task(session, i, record.steps if record else [], parameters=params, mode=mode)
+        if record is not None:
+            _score_state(session, i, record, verdict)
+        tasks.append(verdict)
     return SessionVerdict(session_id=session.id, mode=mode, transitions=session.transitions, tasks=tasks)
+
+
+def _write_tools(session: Session) -> set[str]:
+    """Names of the session's write tools: from the suite record, else from the environment's declarations."""
+    declared = session.extra.get("write_tools")
+    if isinstance(declared, list):
+        return {str(n) for n in declared}
+    if session.environment:
+        from toolwild.envs.registry import get_environment
+
+        return {t.name for t in get_environment(session.environment).tools if t.effect is Effect.WRITE}
+    return {t.name for t in session.tools if t.effect is Effect.WRITE}
+
+
+def _score_state(session: Session, index: int, record: TaskTrajectory, verdict: TaskVerdict) -> None:
+    """State-based checks of a free-running task: expected state reached, writes not repeated."""
+    task = session.tasks[index]
+    if record.state_digest is not None and task.expected_state is not None:
+        verdict.state_match = record.state_digest == state_digest(task.expected_state)
+    if record.writes is not None:
+        writers = _write_tools(session)
+        gold_writes = sum(1 for n in task.gold if n.name in writers)
+        verdict.redundant_writes = max(0, record.writes - gold_writes)
 
 
 def score_suite(
