@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from toolwild.cli.env import env_app
 from toolwild.cli.eval import eval_command
 from toolwild.cli.importer import import_app
 from toolwild.cli.model import model_app
@@ -21,6 +22,7 @@ app.command("validate")(validate)
 app.command("score")(score)
 app.command("eval")(eval_command)
 app.add_typer(model_app, name="model")
+app.add_typer(env_app, name="env")
 
 app.add_typer(import_app, name="import", help="Import tools from other formats (SynthTools).")
 
