@@ -135,10 +135,9 @@ class LLM:
             try:
                 async with self._limit:
                     self.backend_calls += 1
-                    if self.timeout_s is None:
+                    # a timeout context, not wait_for: no extra task per call
+                    async with asyncio.timeout(self.timeout_s):
                         completion = await self.backend.complete(request)
-                    else:
-                        completion = await asyncio.wait_for(self.backend.complete(request), self.timeout_s)
             except (TransientBackendError, TimeoutError) as exc:
                 error = exc if isinstance(exc, TransientBackendError) else TransientBackendError("timeout")
                 if attempt >= self.retry.max_attempts:
