@@ -1,0 +1,214 @@
+"""Chat tasks: answered from the conversation or general knowledge, with no tool call.
+
+A chat after a write ("Is that category right?") is the interesting case: everything needed is already in the
+history (the add's observation), so calling a tool again is a Wrong Refusal in the published taxonomy.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from toolwild.core.task import TaskType
+from toolwild.envs.domains.ledger.seed import CHECKING, CREDIT_CARD
+from toolwild.envs.domains.ledger.tasks.catalog import CONCEPT_CHAINS, RECATEGORIZATIONS
+from toolwild.envs.domains.ledger.tasks.common import txn_noun
+from toolwild.envs.domains.ledger.tasks.phrasing import money, nick, the_nick
+from toolwild.envs.domains.ledger.tasks.scenario import Context, Memo, Mode, Option, Recorder
+
+__all__ = ["chat_options"]
+
+_ROOT_EXPLANATIONS = {
+    "Assets": "an asset account: money you have. Its balance is positive and goes up when money comes in.",
+    "Liabilities": "a liability account: money you owe. Beancount shows it as a negative balance that shrinks as you "
+    "pay it off.",
+    "Expenses": "an expense category: it collects what you spend on one kind of thing, and only ever grows "
+    "(refunds aside).",
+    "Income": "an income account: where money comes from. It is negative in Beancount because money flows out of it "
+    "into your accounts.",
+    "Equity": "an equity account: it holds the opening balances the books started from.",
+}
+
+
+_CAPABILITIES = (
+    "I can look up balances, search transactions, summarise spending by category and period, run BQL queries, and "
+    "add, correct, recategorize or delete transactions; every change is checked with beancount before it is saved."
+)
+_GREETINGS = (
+    (
+        CREDIT_CARD,
+        "Hi! I'd like to get my credit card under control this month. Can you help me with that?",
+        f"Sure. Your card is Liabilities:CreditCard in the ledger. {_CAPABILITIES}",
+    ),
+    (
+        "Expenses:Food:Groceries",
+        "Hey, I want to keep a closer eye on my grocery spending. Can you help with that in my ledger?",
+        f"Happy to. Groceries are booked to Expenses:Food:Groceries. {_CAPABILITIES}",
+    ),
+    (
+        CHECKING,
+        "Hi! Can you help me keep my checking account tidy today?",
+        f"Of course. Checking is Assets:Bank:Checking in your ledger. {_CAPABILITIES}",
+    ),
+)
+
+
+def _option(
+    template: str,
+    utterance: str,
+    mode: Mode,
+    ref: int | None,
+    build: Any,
+    *,
+    key: tuple[Any, ...] | None = None,
+    weight: float = 1.0,
+) -> Option:
+    return Option(
+        template=template,
+        type=TaskType.CHAT,
+        utterance=utterance,
+        mode=mode,
+        ref=ref,
+        build=build,
+        key=key,
+        weight=weight,
+    )
+
+
+def _answer(ctx: Context, text: str, account: str, concept: tuple[int, int] | None = None) -> Any:
+    def build(rec: Recorder) -> str:
+        ctx.salient[ctx.position] = account
+        if concept is not None:
+            ctx.concepts[ctx.position] = concept
+        return text
+
+    return build
+
+
+def _concepts(ctx: Context) -> list[Option]:
+    if ctx.position == 0:
+        chain = ctx.rng.randrange(len(CONCEPT_CHAINS))
+        concept = CONCEPT_CHAINS[chain][0]
+        out = [
+            _option(
+                "concept", concept.question, "first", None, _answer(ctx, concept.answer, concept.account, (chain, 0))
+            )
+        ]
+        account, greeting, reply = ctx.pick(list(_GREETINGS))
+        out.append(_option("greeting", greeting, "first", None, _answer(ctx, reply, account)))
+        return out
+    previous = ctx.concepts.get(ctx.position - 1)
+    if previous is None:
+        return []
+    chain, step = previous
+    if step + 1 >= len(CONCEPT_CHAINS[chain]):
+        return []
+    concept = CONCEPT_CHAINS[chain][step + 1]
+    build = _answer(ctx, concept.answer, concept.account, (chain, step + 1))
+    return [_option("concept_next", concept.question, "coref", ctx.position - 1, build)]
+
+
+def _memo_targets(ctx: Context) -> list[tuple[Memo, Mode]]:
+    out: list[tuple[Memo, Mode]] = []
+    if ctx.position == 0:
+        return out
+    memo = ctx.single_memo(ctx.position - 1)
+    if memo:
+        out.append((memo, "coref"))
+    earlier = [m for m in ctx.earlier_memos() if ctx.unambiguous(m)]
+    if earlier:
+        out.append((earlier[0], "long"))
+    return out
+
+
+def _category_check(ctx: Context) -> list[Option]:
+    out = []
+    for memo, mode in _memo_targets(ctx):
+        if not memo.category.startswith("Expenses"):
+            continue
+        text = (
+            ctx.pick(["Is that category right?", "Wait, is that the right category for it?"])
+            if mode == "coref"
+            else f"Did the {memo.payee} {txn_noun(memo)} end up in the right category?"
+        )
+        moved = any(m.id == memo.id and m.category != memo.category for m in ctx.memos)
+        if moved:
+            reason = "that's where you asked me to move it"
+        elif memo.category in RECATEGORIZATIONS and memo.narration:
+            reason = f"it's a {memo.narration.lower()} purchase, which is what {nick(memo.category)} is for"
+        else:
+            reason = f"that's the category for {nick(memo.category)}"
+        answer = (
+            f"Yes: {memo.id} ({memo.payee}, {money(memo.amount)}) is booked to {memo.category}, and {reason}. If it "
+            "was really something else, tell me and I'll move it."
+        )
+        build = _answer(ctx, answer, memo.category)
+        out.append(_option("category_check", text, mode, memo.task, build, key=("check", memo.id, memo.category)))
+    return out
+
+
+def _confirm_write(ctx: Context) -> list[Option]:
+    task = ctx.position - 1
+    if ctx.position == 0 or task not in ctx.wrote:
+        return []
+    memos = ctx.memos_of(task)
+    ids = ", ".join(m.id for m in memos) or "the change"
+    text = ctx.pick(["Great, so that's saved in the ledger now?", "And that's actually written to the file?"])
+    answer = (
+        f"Yes. {ids} {'is' if len(memos) <= 1 else 'are'} saved: the file was only replaced after beancount loaded "
+        "the new version with no errors, so the ledger still validates."
+    )
+    build = _answer(ctx, answer, ctx.salient.get(task, "Expenses"))
+    return [_option("confirm_write", text, "coref", task, build, key=("confirm", task))]
+
+
+def _recall(ctx: Context) -> list[Option]:
+    out = []
+    if ctx.position == 0:
+        return out
+    for task, account, value, as_of in ctx.balances[-1:]:
+        mode: Mode = "coref" if task == ctx.position - 1 else "long"
+        if as_of is not None or account.startswith("Expenses"):
+            continue
+        text = f"Sorry, what was my {nick(account)} balance again?"
+        if account.startswith("Liabilities"):
+            answer = f"When I checked, you owed {money(-Decimal(value))} on {the_nick(account)}."
+        else:
+            answer = f"When I checked, {nick(account)} was at {money(value)}."
+        out.append(_option("recall_balance", text, mode, task, _answer(ctx, answer, account), key=("recall", task)))
+    for task, category, period, total in ctx.spends[-1:]:
+        mode = "coref" if task == ctx.position - 1 else "long"
+        text = f"Remind me, how much was {nick(category)} for {period.name}?"
+        answer = f"{money(total)} on {nick(category)} in {period.name}."
+        out.append(_option("recall_spending", text, mode, task, _answer(ctx, answer, category), key=("recall", task)))
+    return out
+
+
+def _explain_salient(ctx: Context) -> list[Option]:
+    """The always-available follow-up: what kind of account an earlier task was about."""
+    out = []
+    for task, account in sorted(ctx.salient.items()):
+        close = task == ctx.position - 1
+        if not close and task != 0:
+            continue
+        root = account.split(":", 1)[0]
+        if root not in _ROOT_EXPLANATIONS:
+            continue
+        if close:
+            text = "By the way, what kind of account is that, exactly?"
+        else:
+            text = "Going back to my first question: what kind of account was that, exactly?"
+        name = account if ":" in account else f"The {root} group"
+        answer = f"{name} is {_ROOT_EXPLANATIONS[root]}"
+        mode: Mode = "coref" if close else "long"
+        build = _answer(ctx, answer, account)
+        out.append(_option("explain_account", text, mode, task, build, key=("explain", account), weight=0.35))
+    return out
+
+
+def chat_options(ctx: Context) -> list[Option]:
+    """Every Chat task that fits the conversation so far."""
+    out: list[Option] = []
+    for make in (_concepts, _category_check, _confirm_write, _recall, _explain_salient):
+        out.extend(make(ctx))
+    return out

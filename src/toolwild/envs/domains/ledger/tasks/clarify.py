@@ -1,0 +1,226 @@
+"""Clarify tasks: the request lacks a required detail, so the agent must ask before calling the tool.
+
+The gold DAG is ``ask -> [ask ->] call -> answer``; each ask names the tool and the missing required parameters,
+its observation is the gold question and ``user_input`` the user's reply, which supplies the missing detail.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from toolwild.core.task import TaskType
+from toolwild.envs.domains.ledger.seed import CHECKING, CREDIT_CARD, SAVINGS
+from toolwild.envs.domains.ledger.tasks.catalog import RECATEGORIZATIONS
+from toolwild.envs.domains.ledger.tasks.common import (
+    add_arguments,
+    balance_sentence,
+    can_amend,
+    can_move,
+    corrected_amount,
+    paid_phrase,
+    pick_receipts,
+    record_add,
+    record_amend_amount,
+    record_recategorize,
+    spend_arguments,
+    spend_sentence,
+    txn_noun,
+)
+from toolwild.envs.domains.ledger.tasks.phrasing import last_month, money, nick, number, of_day, this_month
+from toolwild.envs.domains.ledger.tasks.scenario import Context, Memo, Mode, Option, Recorder
+
+__all__ = ["clarify_options"]
+
+_BANK = (CHECKING, SAVINGS, CREDIT_CARD)
+_SPEND = ("Expenses:Food:Restaurants", "Expenses:Food:Groceries", "Expenses:Transport", "Expenses:Shopping")
+
+
+def _option(
+    template: str, utterance: str, mode: Mode, ref: int | None, build: Any, *, key: tuple[Any, ...] | None = None
+) -> Option:
+    return Option(
+        template=template, type=TaskType.CLARIFY, utterance=utterance, mode=mode, ref=ref, build=build, key=key
+    )
+
+
+def _later_mode(ctx: Context) -> tuple[Mode, int | None]:
+    """A request missing a detail is Partial Information whenever it is not the first turn."""
+    return ("first", None) if ctx.position == 0 else ("partial", None)
+
+
+def _add_missing_amount(ctx: Context) -> list[Option]:
+    out = []
+    ((receipt, amount),) = pick_receipts(ctx, 1)
+    same_card = next((m for m in ctx.memos_of(ctx.position - 1) if m.added and m.payment == CREDIT_CARD), None)
+    if same_card is not None:
+        card = True
+        text = f"Add one more from today on the same card: {receipt.payee}, {receipt.spoken}."
+        mode, ref = "partial", same_card.task
+    else:
+        card = ctx.rng.random() < 0.5
+        text = f"Add today's {receipt.payee} receipt {receipt.spoken}{paid_phrase(card)}."
+        mode, ref = _later_mode(ctx)
+    reply = ctx.pick([f"{number(amount)}.", f"It was {number(amount)}.", f"{number(amount)} dollars."])
+
+    def build(rec: Recorder) -> str:
+        ask = rec.ask("add_transaction", ["amount"], f"Sure. What was the total on the {receipt.payee} receipt?", reply)
+        _, memo = record_add(ctx, rec, add_arguments(receipt, amount, ctx.today, card=card), (ask,))
+        ctx.salient[ctx.position] = memo.category
+        return (
+            f"Added {memo.id}: {memo.payee}, {money(memo.amount)}, booked to {memo.category} and paid from "
+            f"{memo.payment}."
+        )
+
+    out.append(_option("add_missing_amount", text, mode, ref, build))
+    return out
+
+
+def _add_missing_two(ctx: Context) -> list[Option]:
+    ((receipt, amount),) = pick_receipts(ctx, 1)
+    card = ctx.rng.random() < 0.5
+    text = f"Add a receipt from today {receipt.spoken}{paid_phrase(card)}."
+    mode, ref = _later_mode(ctx)
+
+    def build(rec: Recorder) -> str:
+        first = rec.ask(
+            "add_transaction",
+            ["payee", "amount"],
+            "Sure. Where was it from, and how much was it?",
+            f"It's from {receipt.payee}.",
+        )
+        second = rec.ask(
+            "add_transaction",
+            ["amount"],
+            f"Thanks. And how much was the {receipt.payee} receipt?",
+            f"{number(amount)}.",
+            (first,),
+        )
+        _, memo = record_add(ctx, rec, add_arguments(receipt, amount, ctx.today, card=card), (second,))
+        ctx.salient[ctx.position] = memo.category
+        return (
+            f"Added {memo.id}: {memo.payee}, {money(memo.amount)}, booked to {memo.category} and paid from "
+            f"{memo.payment}."
+        )
+
+    return [_option("add_missing_two", text, mode, ref, build)]
+
+
+def _balance_missing_account(ctx: Context) -> list[Option]:
+    if ctx.position != 0:
+        return []  # later, the account talked about would answer "which account?": not a real clarification
+    account = ctx.pick(list(_BANK))
+    text = "What's my balance?" if ctx.position == 0 else "And what's my balance?"
+    mode, ref = _later_mode(ctx)
+    reply = {CHECKING: "Checking.", SAVINGS: "My savings account.", CREDIT_CARD: "The credit card."}[account]
+
+    def build(rec: Recorder) -> str:
+        ask = rec.ask("get_balance", ["account"], "Which account: checking, savings, or the credit card?", reply)
+        _, result = rec.call("get_balance", {"account": account}, (ask,))
+        ctx.balances.append((ctx.position, account, result["balances"].get("USD", "0.00"), None))
+        ctx.salient[ctx.position] = account
+        return balance_sentence(result)
+
+    return [_option("balance_missing_account", text, mode, ref, build, key=("balance", account, None))]
+
+
+def _spend_missing_period(ctx: Context) -> list[Option]:
+    if ctx.spends:
+        return []  # a period already talked about would answer "which period?": not a real clarification
+    category = ctx.pick(list(_SPEND))
+    period = ctx.pick([last_month(ctx.today), this_month(ctx.today)])
+    text = f"How much have I spent on {nick(category)}?"
+    mode, ref = _later_mode(ctx)
+    reply = "Last month." if period.label == "last month" else "This month so far."
+
+    def build(rec: Recorder) -> str:
+        ask = rec.ask("spending_summary", ["start_date", "end_date"], "For which period?", reply)
+        _, result = rec.call("spending_summary", spend_arguments(period, category), (ask,))
+        ctx.spends.append((ctx.position, category, period, result["total"].get("USD", "0.00")))
+        ctx.salient[ctx.position] = category
+        return spend_sentence(result, period, category)
+
+    return [
+        _option(
+            "spend_missing_period", text, mode, ref, build, key=("spend", category, period.start_iso, period.end_iso)
+        )
+    ]
+
+
+def _targets(ctx: Context) -> list[tuple[Memo, Mode]]:
+    out: list[tuple[Memo, Mode]] = []
+    if ctx.position == 0:
+        return out
+    memo = ctx.single_memo(ctx.position - 1)
+    if memo:
+        out.append((memo, "coref"))
+    earlier = [m for m in ctx.earlier_memos() if ctx.unambiguous(m)]
+    if earlier:
+        out.append((earlier[0], "long"))
+    return out
+
+
+def _which(ctx: Context, memo: Memo) -> str:
+    return "I added earlier" if memo.added else of_day(memo.day, ctx.today)
+
+
+def _recategorize_missing(ctx: Context) -> list[Option]:
+    out = []
+    for memo, mode in _targets(ctx):
+        if not can_move(ctx, memo):
+            continue
+        fix = RECATEGORIZATIONS[memo.category]
+        if mode == "coref":
+            text = "That one's in the wrong category."
+        else:
+            text = f"The {memo.payee} {txn_noun(memo)} {_which(ctx, memo)} is in the wrong category."
+        reply = f"Put it under {nick(fix.target)}; {fix.reason}."
+
+        def build(rec: Recorder, memo: Memo = memo, target: str = fix.target, reply: str = reply) -> str:
+            ask = rec.ask("recategorize", ["new_account"], "Which category should it go under?", reply)
+            _, old, after = record_recategorize(ctx, rec, memo, target, (ask,))
+            ctx.salient[ctx.position] = target
+            return f"Moved {after.id} ({after.payee}, {money(after.amount)}) from {old} to {target}."
+
+        out.append(_option("recategorize_missing", text, mode, memo.task, build))
+    return out
+
+
+def _amend_missing(ctx: Context) -> list[Option]:
+    out = []
+    for memo, mode in _targets(ctx):
+        if not can_amend(ctx, memo):
+            continue
+        new = corrected_amount(ctx, memo.amount)
+        text = (
+            "The amount on that is wrong."
+            if mode == "coref"
+            else f"The amount on the {memo.payee} {txn_noun(memo)} {_which(ctx, memo)} is wrong."
+        )
+        reply = f"It should be {number(new)}."
+
+        def build(rec: Recorder, memo: Memo = memo, new: Decimal = new, reply: str = reply) -> str:
+            ask = rec.ask(
+                "amend_transaction", ["amount"], f"What should the amount be? It's {money(memo.amount)} now.", reply
+            )
+            _, after = record_amend_amount(ctx, rec, memo, new, (ask,))
+            ctx.salient[ctx.position] = after.category
+            return f"Done: {after.id} ({after.payee}) is now {money(after.amount)} instead of {money(memo.amount)}."
+
+        out.append(_option("amend_missing", text, mode, memo.task, build))
+    return out
+
+
+def clarify_options(ctx: Context) -> list[Option]:
+    """Every Clarify task that fits the conversation so far."""
+    out: list[Option] = []
+    for make in (
+        _add_missing_amount,
+        _add_missing_two,
+        _balance_missing_account,
+        _spend_missing_period,
+        _recategorize_missing,
+        _amend_missing,
+    ):
+        out.extend(make(ctx))
+    return out

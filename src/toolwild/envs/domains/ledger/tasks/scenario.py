@@ -1,0 +1,269 @@
+"""The machinery every ledger task template shares: a gold recorder that replays calls on a live episode, the
+session's memory of what was said and written, and the option a template offers for the next task.
+
+Gold observations are *recorded*, never invented: every call node is executed on the session's episode when the
+task is built, so a later task's arguments (the id an add returned, the id a search found) come from real results.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from typing import Any, Literal
+
+from toolwild.core.task import ANSWER_ACTION, ASK_ACTION, Action, GoldNode, TaskType, TurnSubtype
+from toolwild.envs.domains.ledger.tasks.catalog import FINDABLE_PAYEES
+from toolwild.envs.domains.ledger.tools import LedgerEpisode
+
+__all__ = [
+    "Context",
+    "GenerationError",
+    "Memo",
+    "Mode",
+    "Option",
+    "Recorder",
+    "call_key",
+    "subtype_for",
+]
+
+Mode = Literal["first", "coref", "partial", "long"]
+"""How a task leans on the conversation: not at all (first turn), a pronoun for something just said, an omitted
+detail the context supplies, or an explicit reference to something two or more tasks back."""
+
+
+class GenerationError(RuntimeError):
+    """A gold call failed while recording (a bug in a template, never a property of the data)."""
+
+
+class Recorder:
+    """Builds one task's gold DAG while executing its calls on the session's episode."""
+
+    def __init__(self, episode: LedgerEpisode) -> None:
+        self.episode = episode
+        self.nodes: list[GoldNode] = []
+
+    def call(self, name: str, arguments: dict[str, Any], deps: tuple[int, ...] = ()) -> tuple[int, Any]:
+        """Execute a gold call, record it with its real observation, and return (node index, result)."""
+        observation = self.episode.call(name, arguments)
+        if not observation.ok:
+            raise GenerationError(f"gold call {name}({arguments}) failed: {observation.error}")
+        idx = len(self.nodes)
+        self.nodes.append(
+            GoldNode(
+                idx=idx,
+                action=Action(name=name, arguments=arguments),
+                observation=observation.model_dump(mode="json", include={"ok", "result"}),
+                dependency_list=list(deps),
+            )
+        )
+        return idx, observation.result
+
+    def ask(self, tool_name: str, missing: list[str], question: str, reply: str, deps: tuple[int, ...] = ()) -> int:
+        """Record a clarification: the gold question and the user's reply."""
+        idx = len(self.nodes)
+        arguments = {"tool_list": [{"tool_name": tool_name, "missing_required_parameters": missing}]}
+        self.nodes.append(
+            GoldNode(
+                idx=idx,
+                action=Action(name=ASK_ACTION, arguments=arguments),
+                observation=question,
+                dependency_list=list(deps),
+                user_input=reply,
+            )
+        )
+        return idx
+
+    def answer(self, text: str) -> None:
+        """Record the sink: the final answer, depending on every node nothing else depends on."""
+        used = {d for node in self.nodes for d in node.dependency_list}
+        sinks = [node.idx for node in self.nodes if node.idx not in used]
+        answer_type = "tool" if any(n.action.name not in (ASK_ACTION, ANSWER_ACTION) for n in self.nodes) else "chat"
+        self.nodes.append(
+            GoldNode(
+                idx=len(self.nodes),
+                action=Action(name=ANSWER_ACTION, arguments={"answer_type": answer_type}),
+                observation=text,
+                dependency_list=sinks,
+            )
+        )
+
+
+@dataclass
+class Memo:
+    """A transaction the conversation has talked about (added, found, or changed), as of task ``task``."""
+
+    id: str
+    day: date
+    payee: str
+    narration: str
+    amount: Decimal
+    category: str
+    payment: str
+    task: int
+    added: bool
+
+
+@dataclass
+class Option:
+    """One way to fill the next task: its text, type, what it leans on, and how to record its gold."""
+
+    template: str
+    type: TaskType
+    utterance: str
+    mode: Mode
+    ref: int | None
+    build: Callable[[Recorder], str]
+    """Executes the gold calls on the recorder and returns the final answer text."""
+    key: tuple[Any, ...] | None = None
+    """What the task asks for (e.g. ``("balance", account, None)``): a session never asks the same thing twice."""
+    weight: float = 1.0
+    """Relative preference; the generic follow-ups that always fit weigh less than the specific ones."""
+
+
+def call_key(name: str, arguments: dict[str, Any]) -> tuple[Any, ...] | None:
+    """The key a read call answers under (the same keys templates give their options), None for writes."""
+    if name == "get_balance":
+        return ("balance", arguments["account"], arguments.get("date"))
+    if name == "spending_summary":
+        return ("spend", arguments.get("category", "Expenses"), arguments["start_date"], arguments["end_date"])
+    if name == "list_accounts":
+        return ("accounts", arguments.get("prefix", ""))
+    if name == "find_transactions":
+        return ("find", arguments.get("payee"), arguments.get("start_date"), arguments.get("end_date"))
+    return None
+
+
+def subtype_for(position: int, mode: Mode, ref: int | None) -> TurnSubtype:
+    """The hidden-intent label of a task from how it leans on the conversation."""
+    if position == 0:
+        return TurnSubtype.FIRST
+    if mode == "partial":
+        return TurnSubtype.PARTIAL
+    if ref is not None and ref <= position - 2:
+        return TurnSubtype.LONG_RANGE
+    return TurnSubtype.COREFERENTIAL
+
+
+@dataclass
+class Context:
+    """What a session has established so far; templates read it to phrase references and pick real targets."""
+
+    episode: LedgerEpisode
+    today: date
+    rng: random.Random
+    position: int = 0
+    memos: list[Memo] = field(default_factory=list)
+    deleted: set[str] = field(default_factory=set)
+    touched: set[str] = field(default_factory=set)
+    salient: dict[int, str] = field(default_factory=dict)
+    """Task index -> the account that task was about (every task has one)."""
+    balances: list[tuple[int, str, str, str | None]] = field(default_factory=list)
+    """(task, account, balance in the operating currency, as-of date or None)."""
+    spends: list[tuple[int, str, Any, str]] = field(default_factory=list)
+    """(task, category, Period, total)."""
+    finds: list[tuple[int, str, Any, list[str]]] = field(default_factory=list)
+    """(task, payee, Period, ids found)."""
+    concepts: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """Task index -> (concept chain, step) for concept chats."""
+    templates: dict[int, str] = field(default_factory=dict)
+    wrote: set[int] = field(default_factory=set)
+    """Tasks whose gold calls changed the ledger."""
+    amended: set[str] = field(default_factory=set)
+    """Transactions whose amount the session already corrected (corrected once, never re-corrected)."""
+    moved: set[str] = field(default_factory=set)
+    """Transactions the session already recategorized."""
+    used: set[Any] = field(default_factory=set)
+    """Keys and utterances of the tasks so far (no repeats within a session)."""
+    earliest: date = date.min
+    """The first day of the ledger (no question reaches before it)."""
+
+    # ------------------------------------------------------------------ memory of transactions
+    def memo_from(self, txn: dict[str, Any], *, added: bool, task: int | None = None) -> Memo:
+        """A memo of a transaction in canonical form (not stored)."""
+        postings = txn["postings"]
+        category = next(
+            (p["account"] for p in postings if p["account"].startswith("Expenses")),
+            next((p["account"] for p in postings if Decimal(p["amount"]) > 0), postings[0]["account"]),
+        )
+        payment = next((p["account"] for p in postings if p["account"] != category), category)
+        return Memo(
+            id=txn["id"],
+            day=date.fromisoformat(txn["date"]),
+            payee=txn["payee"],
+            narration=txn["narration"],
+            amount=max(abs(Decimal(p["amount"])) for p in postings),
+            category=category,
+            payment=payment,
+            task=self.position if task is None else task,
+            added=added,
+        )
+
+    def remember(self, txn: dict[str, Any], *, added: bool) -> Memo:
+        """Note a transaction (canonical form) as talked about in the current task."""
+        added = added or any(m.id == txn["id"] and m.added for m in self.memos)
+        memo = self.memo_from(txn, added=added)
+        self.memos.append(memo)
+        if not added:
+            self.touched.add(memo.id)
+        return memo
+
+    def unambiguous(self, memo: Memo) -> bool:
+        """True when no other live transaction of the conversation has the same payee (so naming it is enough)."""
+        return sum(1 for m in self.live_memos() if m.payee == memo.payee) == 1
+
+    def live_memos(self) -> list[Memo]:
+        """The latest memo of each transaction still in the ledger, most recently mentioned first."""
+        seen: set[str] = set()
+        out: list[Memo] = []
+        for memo in reversed(self.memos):
+            if memo.id in seen:
+                continue
+            seen.add(memo.id)
+            if memo.id not in self.deleted:
+                out.append(memo)
+        return out
+
+    def memos_of(self, task: int) -> list[Memo]:
+        """Live transactions last mentioned in ``task``."""
+        return [m for m in self.live_memos() if m.task == task]
+
+    def single_memo(self, task: int) -> Memo | None:
+        """The one transaction ``task`` was about, if it was about exactly one (so "it" is unambiguous)."""
+        memos = self.memos_of(task)
+        return memos[0] if len(memos) == 1 else None
+
+    def earlier_memos(self) -> list[Memo]:
+        """Live transactions last mentioned two or more tasks ago (long-range targets)."""
+        return [m for m in self.live_memos() if m.task <= self.position - 2]
+
+    # ------------------------------------------------------------------ the ledger as it is now
+    def ledger(self) -> list[dict[str, Any]]:
+        """The current canonical transactions."""
+        return self.episode.state()["ledger"]
+
+    def seed_targets(self, start: date, end: date) -> list[dict[str, Any]]:
+        """Untouched, two-posting expense transactions from the original data in ``[start, end]`` whose payee
+        occurs once on its day, so a payee + date search finds exactly one."""
+        ledger = self.ledger()
+        mine = {m.id for m in self.memos}
+        per_day: dict[tuple[str, str], int] = {}
+        for t in ledger:
+            per_day[(t["payee"], t["date"])] = per_day.get((t["payee"], t["date"]), 0) + 1
+        out = []
+        for t in ledger:
+            day = date.fromisoformat(t["date"])
+            if not start <= day <= end or t["id"] in mine or t["payee"] not in FINDABLE_PAYEES:
+                continue
+            if len(t["postings"]) != 2 or per_day[(t["payee"], t["date"])] != 1:
+                continue
+            if not any(p["account"].startswith("Expenses") for p in t["postings"]):
+                continue
+            out.append(t)
+        return out
+
+    def pick(self, items: list[Any]) -> Any:
+        """A seeded choice."""
+        return items[self.rng.randrange(len(items))]

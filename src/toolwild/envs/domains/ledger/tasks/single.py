@@ -1,0 +1,585 @@
+"""Single-Tool tasks: one call answers the request (a balance, a summary, one add or one correction)."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from decimal import Decimal
+from typing import Any
+
+from toolwild.core.task import TaskType
+from toolwild.envs.domains.ledger.seed import CHECKING, CREDIT_CARD, SAVINGS
+from toolwild.envs.domains.ledger.tasks.catalog import FINDABLE_PAYEES, RECATEGORIZATIONS
+from toolwild.envs.domains.ledger.tasks.common import (
+    add_arguments,
+    balance_sentence,
+    can_amend,
+    can_move,
+    corrected_amount,
+    paid_phrase,
+    pick_receipts,
+    record_add,
+    record_amend_amount,
+    record_recategorize,
+    spend_arguments,
+    spend_sentence,
+    txn_noun,
+)
+from toolwild.envs.domains.ledger.tasks.phrasing import (
+    day_phrase,
+    last_month,
+    money,
+    month_before_last,
+    month_day,
+    month_end_phrase,
+    nick,
+    number,
+    of_day,
+    the_nick,
+    this_month,
+)
+from toolwild.envs.domains.ledger.tasks.scenario import Context, Memo, Mode, Option, Recorder
+
+__all__ = ["single_options"]
+
+_BANK = (CHECKING, SAVINGS, CREDIT_CARD)
+_SPEND_CATEGORIES = (
+    "Expenses:Food",
+    "Expenses:Food:Groceries",
+    "Expenses:Food:Restaurants",
+    "Expenses:Transport",
+    "Expenses:Shopping",
+    "Expenses:Utilities",
+)
+_BALANCE_QUESTIONS = {
+    CHECKING: ("What's my checking balance right now?", "How much money is in my checking account?"),
+    SAVINGS: ("How much do I have in savings?", "What's the balance of my savings account?"),
+    CREDIT_CARD: ("How much do I owe on the credit card?", "What's my credit card balance?"),
+}
+
+
+def _option(
+    template: str,
+    utterance: str,
+    mode: Mode,
+    ref: int | None,
+    build: Any,
+    *,
+    key: tuple[Any, ...] | None = None,
+    weight: float = 1.0,
+) -> Option:
+    return Option(
+        template=template,
+        type=TaskType.SINGLE,
+        utterance=utterance,
+        mode=mode,
+        ref=ref,
+        build=build,
+        key=key,
+        weight=weight,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------- balances
+def _balance_build(ctx: Context, account: str, as_of: str | None = None) -> Any:
+    def build(rec: Recorder) -> str:
+        args: dict[str, Any] = {"account": account}
+        if as_of:
+            args["date"] = as_of
+        _, result = rec.call("get_balance", args)
+        ctx.salient[ctx.position] = account
+        ctx.balances.append((ctx.position, account, result["balances"].get("USD", "0.00"), as_of))
+        return balance_sentence(result)
+
+    return build
+
+
+def _balances(ctx: Context) -> list[Option]:
+    out = []
+    if ctx.position == 0:
+        account = ctx.pick(list(_BANK))
+        text = ctx.pick(list(_BALANCE_QUESTIONS[account]))
+        out.append(
+            _option("balance", text, "first", None, _balance_build(ctx, account), key=("balance", account, None))
+        )
+        month_end = last_month(ctx.today).end
+        account = ctx.pick([CHECKING, SAVINGS])
+        text = f"What was in {nick(account)} at the end of {month_end_phrase(month_end)}?"
+        build = _balance_build(ctx, account, month_end.isoformat())
+        out.append(
+            _option("balance_as_of", text, "first", None, build, key=("balance", account, month_end.isoformat()))
+        )
+        return out
+    previous = [b for b in ctx.balances if b[0] == ctx.position - 1]
+    if previous:
+        _, account, _, as_of = previous[-1]
+        if as_of is None:
+            other = ctx.pick([a for a in _BANK if a != account])
+            text = ctx.pick([f"And {the_nick(other)}?", f"What about {the_nick(other)}?"])
+            build = _balance_build(ctx, other)
+            out.append(
+                _option("balance_partial", text, "partial", ctx.position - 1, build, key=("balance", other, None))
+            )
+        # one month further back than the previous question
+        anchor = ctx.today if as_of is None else date.fromisoformat(as_of)
+        month_end = last_month(anchor).end
+        if month_end >= ctx.earliest:
+            text = f"And what was it at the end of {month_end_phrase(month_end)}?"
+            build = _balance_build(ctx, account, month_end.isoformat())
+            key = ("balance", account, month_end.isoformat())
+            out.append(_option("balance_as_of_partial", text, "partial", ctx.position - 1, build, key=key))
+    return out
+
+
+def _salient_balance(ctx: Context) -> list[Option]:
+    """The always-available follow-up: the balance of the account an earlier task was about."""
+    out = []
+    for task, account in sorted(ctx.salient.items()):
+        close = task == ctx.position - 1
+        if account.startswith("Equity") or not (close or task == 0):
+            continue  # an earlier topic is named as "my first question", which only task 0 can be
+        back = "Going back to my first question: "
+        if ":" not in account:
+            noun = "bank accounts" if account == "Assets" else "spending categories"
+            text = (
+                "And how much is in those in total right now?"
+                if close
+                else f"{back}how much is in those {noun} in total now?"
+            )
+        elif account.startswith("Liabilities"):
+            text = "How much do I owe on it right now?" if close else f"{back}what do I owe on {the_nick(account)} now?"
+        elif account.startswith("Expenses"):
+            text = (
+                ctx.pick(
+                    [
+                        "How much has gone into that in total so far this year?",
+                        "And what's the running total for that category this year?",
+                        "How much have I put into that since January?",
+                    ]
+                )
+                if close
+                else f"{back}how much has gone into that category in total this year?"
+            )
+        elif account.startswith("Income"):
+            text = (
+                "How much has come in from that so far this year?"
+                if close
+                else f"{back}how much has come in this year?"
+            )
+        else:
+            text = (
+                ctx.pick(["What's the balance of that account right now?", "How much is in there right now?"])
+                if close
+                else f"{back}what's in that account now?"
+            )
+        mode: Mode = "coref" if close else "long"
+        build = _balance_build(ctx, account)
+        out.append(_option("salient_balance", text, mode, task, build, key=("balance", account, None), weight=0.35))
+    return out
+
+
+def _payment_balance(ctx: Context) -> list[Option]:
+    out = []
+    memo = ctx.single_memo(ctx.position - 1)
+    if memo and memo.payment in _BANK and memo.category.startswith("Expenses"):
+        text = "What's the balance on the account I paid that with?"
+        build = _balance_build(ctx, memo.payment)
+        out.append(_option("payment_balance", text, "coref", memo.task, build, key=("balance", memo.payment, None)))
+    for memo in [m for m in ctx.earlier_memos() if ctx.unambiguous(m)][:1]:
+        if memo.payment in _BANK and memo.category.startswith("Expenses"):
+            text = f"What's the balance now on the account I paid that {memo.payee} {txn_noun(memo)} with?"
+            build = _balance_build(ctx, memo.payment)
+            out.append(_option("payment_balance", text, "long", memo.task, build, key=("balance", memo.payment, None)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- summaries
+def _spend_build(ctx: Context, period: Any, category: str) -> Any:
+    def build(rec: Recorder) -> str:
+        _, result = rec.call("spending_summary", spend_arguments(period, category))
+        ctx.salient[ctx.position] = category
+        ctx.spends.append((ctx.position, category, period, result["total"].get("USD", "0.00")))
+        return spend_sentence(result, period, category)
+
+    return build
+
+
+def _spending(ctx: Context) -> list[Option]:
+    out = []
+    if ctx.position == 0:
+        category = ctx.pick(list(_SPEND_CATEGORIES))
+        period = ctx.pick([last_month(ctx.today), this_month(ctx.today)])
+        text = ctx.pick(
+            [
+                f"How much did I spend on {nick(category)} {period.label}?",
+                f"What did {nick(category)} cost me {period.label}?",
+            ]
+        )
+        key = ("spend", category, period.start_iso, period.end_iso)
+        out.append(_option("spending", text, "first", None, _spend_build(ctx, period, category), key=key))
+        return out
+    previous = [s for s in ctx.spends if s[0] == ctx.position - 1]
+    if previous:
+        _, category, period, _ = previous[-1]
+        choices = [c for c in _SPEND_CATEGORIES if c != category and not c.startswith(category + ":")]
+        if not choices:
+            return out
+        other = ctx.pick(choices)
+        text = ctx.pick([f"What about {nick(other)}?", f"And {nick(other)}?"])
+        build = _spend_build(ctx, period, other)
+        key = ("spend", other, period.start_iso, period.end_iso)
+        out.append(_option("spending_partial", text, "partial", ctx.position - 1, build, key=key))
+        if period.label == "last month":
+            earlier = month_before_last(ctx.today)
+            text = "And the month before?"
+            build = _spend_build(ctx, earlier, category)
+            key = ("spend", category, earlier.start_iso, earlier.end_iso)
+            out.append(_option("spending_partial", text, "partial", ctx.position - 1, build, key=key))
+    return out
+
+
+def _accounts_build(ctx: Context, prefix: str) -> Any:
+    def build(rec: Recorder) -> str:
+        _, result = rec.call("list_accounts", {"prefix": prefix})
+        ctx.salient[ctx.position] = prefix
+        names = ", ".join(row["account"] for row in result)
+        return f"You have {len(result)} {'categories' if prefix == 'Expenses' else 'accounts'} there: {names}."
+
+    return build
+
+
+def _list_accounts(ctx: Context) -> list[Option]:
+    if ctx.position == 0:
+        text = ctx.pick(["Which spending categories do I have set up?", "What expense categories does my ledger have?"])
+        return [
+            _option(
+                "list_accounts", text, "first", None, _accounts_build(ctx, "Expenses"), key=("accounts", "Expenses")
+            )
+        ]
+    out = []
+    if (
+        ctx.templates.get(ctx.position - 1, "").startswith("list_accounts")
+        and ctx.salient.get(ctx.position - 1) == "Expenses"
+    ):
+        text = "And which bank accounts?"
+        build = _accounts_build(ctx, "Assets")
+        out.append(
+            _option("list_accounts_partial", text, "partial", ctx.position - 1, build, key=("accounts", "Assets"))
+        )
+    memo = ctx.single_memo(ctx.position - 1)
+    if memo and memo.added and memo.category.startswith("Expenses"):
+        text = "What other categories could that have gone under?"
+        build = _accounts_build(ctx, "Expenses")
+        out.append(_option("list_accounts_coref", text, "coref", memo.task, build, key=("accounts", "Expenses")))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- searches
+def _find_build(ctx: Context, payee: str, period: Any) -> Any:
+    def build(rec: Recorder) -> str:
+        args = {"payee": payee, "start_date": period.start_iso, "end_date": period.end_iso}
+        _, result = rec.call("find_transactions", args)
+        rows = result["transactions"]
+        ids = [row["id"] for row in rows]
+        ctx.finds.append((ctx.position, payee, period, ids))
+        category = rows[0]["postings"][0]["account"] if rows else "Expenses"
+        ctx.salient[ctx.position] = next(
+            (p["account"] for row in rows for p in row["postings"] if p["account"].startswith("Expenses")), category
+        )
+        if len(rows) == 1:
+            ctx.remember(rows[0], added=False)
+        if not rows:
+            return f"I found no {payee} transactions in {period.name}."
+        listed = "; ".join(
+            f"{month_day(date.fromisoformat(row['date']))}: "
+            f"{money(max(Decimal(p['amount']) for p in row['postings']))} "
+            f"({row['id']})"
+            for row in rows
+        )
+        return f"You have {len(rows)} {payee} transaction{'s' if len(rows) != 1 else ''} in {period.name}: {listed}."
+
+    return build
+
+
+def _payees_in(ctx: Context, period: Any) -> list[str]:
+    targets = ctx.seed_targets(period.start, period.end)
+    return sorted({t["payee"] for t in targets})
+
+
+def _find(ctx: Context) -> list[Option]:
+    period = last_month(ctx.today)
+    if ctx.position == 0:
+        payees = _payees_in(ctx, period)
+        if not payees:
+            return []
+        payee = ctx.pick(payees)
+        text = ctx.pick([f"Show me my {payee} purchases from last month.", f"What did I buy at {payee} last month?"])
+        return [_option("find", text, "first", None, _find_build(ctx, payee, period))]
+    previous = [f for f in ctx.finds if f[0] == ctx.position - 1]
+    if previous:
+        _, payee, period, _ = previous[-1]
+        others = [p for p in _payees_in(ctx, period) if p != payee]
+        if others:
+            other = ctx.pick(others)
+            return [
+                _option("find_partial", f"And {other}?", "partial", ctx.position - 1, _find_build(ctx, other, period))
+            ]
+    return []
+
+
+def _query(ctx: Context) -> list[Option]:
+    if ctx.position != 0:
+        return []
+    start = this_month(ctx.today).start.isoformat()
+    bql = ctx.pick(
+        [
+            f"SELECT date, payee, number WHERE account ~ '^Expenses' AND date >= {start} ORDER BY number DESC LIMIT 5",
+            f"SELECT payee, sum(number) AS total WHERE account ~ 'Restaurants' AND date >= {start} GROUP BY payee "
+            "ORDER BY total DESC",
+        ]
+    )
+
+    def build(rec: Recorder) -> str:
+        _, result = rec.call("run_query", {"bql": bql})
+        ctx.salient[ctx.position] = "Expenses"
+        rows = "; ".join(", ".join(str(cell) for cell in row) for row in result["rows"])
+        return f"The query returned {result['row_count']} rows ({', '.join(result['columns'])}): {rows}."
+
+    text = f"Run this query on my ledger for me: {bql}"
+    return [_option("run_query", text, "first", None, build)]
+
+
+# ---------------------------------------------------------------------------------------------------- writes
+def _add_build(ctx: Context, args: dict[str, Any]) -> Any:
+    def build(rec: Recorder) -> str:
+        _, memo = record_add(ctx, rec, args)
+        ctx.salient[ctx.position] = memo.category
+        return (
+            f"Added {memo.id}: {memo.payee}, {money(memo.amount)} {memo.narration.lower()} on "
+            f"{memo.day.isoformat()}, booked to {memo.category} and paid from {memo.payment}."
+        )
+
+    return build
+
+
+def _add(ctx: Context) -> list[Option]:
+    out = []
+    if ctx.position == 0:
+        ((receipt, amount),) = pick_receipts(ctx, 1)
+        card = ctx.rng.random() < 0.5
+        text = f"Add today's {receipt.payee} receipt: {number(amount)} {receipt.spoken}{paid_phrase(card)}."
+        out.append(
+            _option("add", text, "first", None, _add_build(ctx, add_arguments(receipt, amount, ctx.today, card=card)))
+        )
+        return out
+    memo = next((m for m in ctx.memos_of(ctx.position - 1) if m.added and m.payment == CREDIT_CARD), None)
+    if memo:
+        ((receipt, amount),) = pick_receipts(ctx, 1)
+        text = f"Add another one from today on the same card: {receipt.payee}, {number(amount)} {receipt.spoken}."
+        args = add_arguments(receipt, amount, ctx.today, card=True)
+        out.append(_option("add_partial", text, "partial", memo.task, _add_build(ctx, args)))
+    return out
+
+
+def _targets(ctx: Context) -> list[tuple[Memo, Mode]]:
+    """Transactions a correction can point at: the one just discussed (coreference) or an earlier one."""
+    out: list[tuple[Memo, Mode]] = []
+    memo = ctx.single_memo(ctx.position - 1) if ctx.position else None
+    if memo:
+        out.append((memo, "coref"))
+    earlier = [m for m in ctx.earlier_memos() if ctx.unambiguous(m)]
+    if earlier:
+        out.append((earlier[0], "long"))
+    return out
+
+
+def _amend_amount(ctx: Context) -> list[Option]:
+    out = []
+    for memo, mode in _targets(ctx):
+        if not can_amend(ctx, memo):
+            continue
+        new = corrected_amount(ctx, memo.amount)
+        if mode == "coref":
+            text = ctx.pick(
+                [
+                    f"Make it {number(new)}, not {number(memo.amount)}.",
+                    f"Sorry, that should be {number(new)}, not {number(memo.amount)}.",
+                ]
+            )
+        else:
+            which = "I added earlier" if memo.added else of_day(memo.day, ctx.today)
+            text = (
+                f"The {memo.payee} {txn_noun(memo)} {which} should be {number(new)}, not {number(memo.amount)}. Fix it?"
+            )
+
+        def build(rec: Recorder, memo: Memo = memo, new: Any = new) -> str:
+            _, after = record_amend_amount(ctx, rec, memo, new)
+            ctx.salient[ctx.position] = after.category
+            return (
+                f"Done: {after.id} ({after.payee}, {month_day(after.day)}) is now {money(after.amount)} instead of "
+                f"{money(memo.amount)}."
+            )
+
+        out.append(_option("amend_amount", text, mode, memo.task, build))
+    return out
+
+
+def _amend_date(ctx: Context) -> list[Option]:
+    out = []
+    yesterday = ctx.today - timedelta(days=1)
+    for memo, mode in _targets(ctx):
+        if not memo.added or memo.day != ctx.today:
+            continue
+        if mode == "coref":
+            text = ctx.pick(
+                ["Oh wait, that was yesterday, not today.", "Actually that was from yesterday. Fix the date?"]
+            )
+        else:
+            text = f"The {memo.payee} receipt I added earlier is from yesterday, not today. Please change the date."
+
+        def build(rec: Recorder, memo: Memo = memo) -> str:
+            _, result = rec.call("amend_transaction", {"transaction_id": memo.id, "date": yesterday.isoformat()})
+            after = ctx.remember(result["transaction"], added=True)
+            ctx.salient[ctx.position] = after.category
+            return f"Fixed: {after.id} ({after.payee}, {money(after.amount)}) is now dated {after.day.isoformat()}."
+
+        out.append(_option("amend_date", text, mode, memo.task, build))
+    return out
+
+
+def recategorize_build(ctx: Context, memo: Memo, target: str) -> Any:
+    """Record a ``recategorize`` of ``memo`` to ``target`` and return the sentence confirming it."""
+
+    def build(rec: Recorder) -> str:
+        _, old, after = record_recategorize(ctx, rec, memo, target)
+        ctx.salient[ctx.position] = target
+        return f"Moved {after.id} ({after.payee}, {money(after.amount)}) from {old} to {target}."
+
+    return build
+
+
+def _recategorize(ctx: Context) -> list[Option]:
+    out = []
+    for memo, mode in _targets(ctx):
+        if not can_move(ctx, memo):
+            continue
+        fix = RECATEGORIZATIONS[memo.category]
+        if mode == "coref":
+            text = f"Actually, {fix.reason}. Put it under {nick(fix.target)}."
+        else:
+            text = (
+                f"Move the {memo.payee} {txn_noun(memo)} {of_day(memo.day, ctx.today)} to {nick(fix.target)}; "
+                f"{fix.reason}."
+            )
+        out.append(_option("recategorize", text, mode, memo.task, recategorize_build(ctx, memo, fix.target)))
+    return out
+
+
+def _delete(ctx: Context) -> list[Option]:
+    out = []
+    for memo, mode in _targets(ctx):
+        if not memo.added:
+            continue
+        transfer = not memo.category.startswith("Expenses")
+        if mode == "coref":
+            text = (
+                "Actually, cancel that transfer. Please delete it."
+                if transfer
+                else "Scratch that: my partner already logged it. Please delete it."
+            )
+        elif transfer:
+            text = f"Please delete the {memo.payee} transfer I added earlier; I changed my mind."
+        else:
+            text = f"Please delete the {memo.payee} receipt I added earlier; my partner had already logged it."
+
+        def build(rec: Recorder, memo: Memo = memo) -> str:
+            _, result = rec.call("delete_transaction", {"transaction_id": memo.id})
+            ctx.deleted.add(memo.id)
+            ctx.salient[ctx.position] = memo.category
+            gone = result["deleted"]
+            return (
+                f"Deleted {gone['id']} ({gone['payee']}, {money(memo.amount)} on {gone['date']}). The ledger still "
+                "validates."
+            )
+
+        out.append(_option("delete", text, mode, memo.task, build))
+    return out
+
+
+def _amend_found(ctx: Context) -> list[Option]:
+    """After a search listed several transactions: correct "the one on <day>" (a coreference into the list)."""
+    previous = [f for f in ctx.finds if f[0] == ctx.position - 1]
+    if not previous or len(previous[-1][3]) < 2:
+        return []
+    ledger = {t["id"]: t for t in ctx.ledger()}
+    rows = [ledger[i] for i in previous[-1][3] if i in ledger]
+    days = [r["date"] for r in rows]
+    unique = [r for r in rows if days.count(r["date"]) == 1 and r["id"] not in ctx.touched | ctx.amended]
+    if not unique:
+        return []
+    row = ctx.pick(unique)
+    memo = ctx.memo_from(row, added=False, task=ctx.position - 1)
+    new = corrected_amount(ctx, memo.amount)
+    text = f"The one {day_phrase(memo.day, ctx.today)} should be {number(new)}, not {number(memo.amount)}."
+
+    def build(rec: Recorder) -> str:
+        _, after = record_amend_amount(ctx, rec, memo, new)
+        ctx.salient[ctx.position] = after.category
+        return (
+            f"Done: {after.id} ({after.payee}, {month_day(after.day)}) is now {money(after.amount)} instead of "
+            f"{money(memo.amount)}."
+        )
+
+    return [_option("amend_found", text, "coref", ctx.position - 1, build)]
+
+
+def _memo_follow_ups(ctx: Context) -> list[Option]:
+    """Questions about a transaction just written or found: its store's other visits, its category's month."""
+    out = []
+    now = this_month(ctx.today)
+    for memo, mode in _targets(ctx):
+        if not memo.category.startswith("Expenses"):
+            continue
+        if mode == "coref":
+            text = "How much have I spent in that category this month, then?"
+        else:
+            text = (
+                f"How much have I spent this month in the category of the {memo.payee} {txn_noun(memo)} "
+                f"{_which(ctx, memo)}?"
+            )
+        key = ("spend", memo.category, now.start_iso, now.end_iso)
+        out.append(
+            _option("memo_category_month", text, mode, memo.task, _spend_build(ctx, now, memo.category), key=key)
+        )
+        if mode == "coref" and memo.payee in FINDABLE_PAYEES:
+            text = "What else have I bought there this month?"
+            key = ("find", memo.payee, now.start_iso, now.end_iso)
+            out.append(_option("memo_store_month", text, mode, memo.task, _find_build(ctx, memo.payee, now), key=key))
+    return out
+
+
+def _which(ctx: Context, memo: Memo) -> str:
+    return "I added earlier" if memo.added else of_day(memo.day, ctx.today)
+
+
+def single_options(ctx: Context) -> list[Option]:
+    """Every Single-Tool task that fits the conversation so far."""
+    out: list[Option] = []
+    for make in (
+        _balances,
+        _spending,
+        _list_accounts,
+        _find,
+        _query,
+        _add,
+        _amend_amount,
+        _amend_date,
+        _recategorize,
+        _delete,
+        _amend_found,
+        _payment_balance,
+        _memo_follow_ups,
+    ):
+        out.extend(make(ctx))
+    if ctx.position > 0:
+        out.extend(_salient_balance(ctx))
+    return out

@@ -1,0 +1,571 @@
+"""The ledger tools: reads and validated writes on an isolated Beancount file per episode.
+
+Each episode copies its starting ledger into its own temporary directory; the file is the state. A write edits
+the text of exactly one transaction (or appends one), loads the *new* text with beancount, and only when it loads
+with zero errors replaces the file atomically (temp file + ``os.replace``). Anything beancount rejects (unknown
+account, wrong currency, failed balance assertion, impossible date) comes back as a ``rejected`` error and leaves
+the file byte-identical. Adding the same transaction twice in one episode is refused as a ``duplicate``, naming
+the id of the first one, because a write-back agent that retries must amend, not double-book.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import shutil
+import tempfile
+import weakref
+from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from beancount.core import account as bc_account
+from beancount.core import amount as bc_amount
+from beancount.core import data, inventory
+from beancount.core.number import MISSING
+
+from toolwild.core.tool import Effect
+from toolwild.envs.base import ToolErrorKind
+from toolwild.envs.domains.ledger.book import ID_KEY, LoadedLedger, load_ledger
+from toolwild.envs.domains.ledger.canonical import canonical_transaction, canonical_transactions, format_number
+from toolwild.envs.domains.ledger.edit import append_block, find_raw, remove_block, render, replace_block
+from toolwild.envs.domains.ledger.query import QueryError, run_bql
+from toolwild.envs.domains.ledger.seed import CHECKING, generate_ledger, ledger_today
+from toolwild.envs.toolkit import ToolFailure, Toolkit, tool
+
+__all__ = ["MAX_FOUND", "LedgerEpisode"]
+
+MAX_FOUND = 100
+"""Transactions returned by ``find_transactions`` at most (the total count is always reported)."""
+
+_CENT = Decimal("0.01")
+_ID_NUMBER = re.compile(r"^txn-(\d+)$")
+_CURRENCY = re.compile(r"^[A-Z][A-Z0-9'._-]{0,22}[A-Z0-9]$|^[A-Z]$")
+_TAG = re.compile(r"^[A-Za-z0-9_/.-]+$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CATEGORY_ROOTS = ("Expenses", "Income")
+_Builder = Callable[[data.Transaction, data.Transaction], data.Transaction | None]
+"""Makes the new written form of a transaction from (raw, booked); None when nothing would change."""
+
+
+def _money(value: float, name: str) -> Decimal:
+    """A JSON number as an exact 2-decimal amount (via ``str``, so 42.1 stays 42.10, not 42.099999...)."""
+    try:
+        number = Decimal(str(value))
+    except InvalidOperation:
+        raise ToolFailure(ToolErrorKind.INVALID_ARGUMENTS, f"{name}: not a number") from None
+    if not number.is_finite():
+        raise ToolFailure(ToolErrorKind.INVALID_ARGUMENTS, f"{name}: must be a finite number")
+    if number != number.quantize(_CENT):
+        raise ToolFailure(ToolErrorKind.INVALID_ARGUMENTS, f"{name}: at most two decimal places ({value})")
+    if number == 0:
+        raise ToolFailure(ToolErrorKind.INVALID_ARGUMENTS, f"{name}: must not be zero")
+    return number.quantize(_CENT)
+
+
+def _bound(value: float | None, name: str) -> Decimal | None:
+    """A search bound as a decimal (NaN and infinities are refused: they compare with nothing)."""
+    if value is None:
+        return None
+    number = Decimal(str(value))
+    if not number.is_finite():
+        raise ToolFailure(ToolErrorKind.INVALID_ARGUMENTS, f"{name}: must be a finite number")
+    return number
+
+
+def _date(value: str, name: str, *, kind: ToolErrorKind) -> dt.date:
+    try:
+        return dt.date.fromisoformat(value.strip())
+    except ValueError:
+        raise ToolFailure(kind, f"{name}: {value!r} is not a valid date (expected YYYY-MM-DD)") from None
+
+
+def _text(value: str, name: str) -> str:
+    if _CONTROL.search(value):
+        raise ToolFailure(ToolErrorKind.INVALID_ARGUMENTS, f"{name}: control characters are not allowed")
+    return value.strip()
+
+
+def _account_name(value: str, name: str) -> str:
+    """A syntactically valid account name; whether it is *open* is beancount's call when the write is checked."""
+    value = value.strip()
+    if not bc_account.is_valid(value):
+        raise ToolFailure(
+            ToolErrorKind.REJECTED,
+            f"{name}: {value!r} is not a Beancount account name (expected e.g. 'Expenses:Food:Groceries')",
+        )
+    return value
+
+
+def _category_index(postings: list[data.Posting]) -> int:
+    """The posting that says *what* the money was for: the first Expenses posting, else Income, else the first."""
+    for root in _CATEGORY_ROOTS:
+        for i, posting in enumerate(postings):
+            if bc_account.root(1, posting.account) == root:
+                return i
+    return 0
+
+
+def _matches_account(account: str, query: str) -> bool:
+    """Case-insensitive: the account itself or one of its descendants (``Expenses:Food`` covers groceries)."""
+    a, q = account.lower(), query.strip().lower()
+    return a == q or a.startswith(q + ":")
+
+
+def _transaction_amount(txn: data.Transaction) -> Decimal:
+    """The size of a transaction: the sum of its positive postings (for two postings, the amount moved)."""
+    return sum((p.units.number for p in txn.postings if p.units.number > 0), Decimal(0))
+
+
+class LedgerEpisode(Toolkit):
+    """One isolated copy of a Beancount ledger, read and written by tools.
+
+    Args:
+        seed: seeds the generated ledger (ignored when ``ledger_text`` is given).
+        ledger_text: a ledger to start from instead of the generated one; it must load without errors.
+        today: the episode's "today" (default: the generated ledger's last day, or the last transaction's date).
+            Tools never use it; it anchors relative dates in suite text.
+    """
+
+    def __init__(self, *, seed: int = 0, ledger_text: str | None = None, today: dt.date | None = None) -> None:
+        text = generate_ledger(seed) if ledger_text is None else ledger_text
+        loaded = load_ledger(text)
+        if not loaded.ok:
+            raise ValueError("the starting ledger does not load cleanly: " + "; ".join(loaded.errors[:5]))
+        if today is None:
+            dates = [t.date for t in loaded.transactions]
+            today = ledger_today(seed) if ledger_text is None else (max(dates) if dates else dt.date.today())
+        self.seed = seed
+        self.today = today
+        self.writes: list[dict[str, Any]] = []
+        """Every successful write call, in order (``tool``, ``arguments``, ``id``, ``changed``)."""
+        self._added: list[str] = []
+        self._high_water = 0
+        self._dir = Path(tempfile.mkdtemp(prefix="toolwild-ledger-"))
+        self._finalizer = weakref.finalize(self, shutil.rmtree, self._dir, ignore_errors=True)
+        self.path = self._dir / "ledger.beancount"
+        self.path.write_text(text, encoding="utf-8")
+        self._cache = loaded
+
+    # ------------------------------------------------------------------ state
+    def close(self) -> None:
+        """Remove the episode's directory (and its ledger file)."""
+        self._finalizer()
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` has run."""
+        return not self._finalizer.alive
+
+    def text(self) -> str:
+        """The ledger file's current text."""
+        if self.closed:
+            raise ToolFailure(ToolErrorKind.PRECONDITION_FAILED, "this episode is closed")
+        return self.path.read_text(encoding="utf-8")
+
+    def ledger(self) -> LoadedLedger:
+        """The current ledger, loaded (cached while the file's text is unchanged)."""
+        text = self.text()
+        if self._cache.text != text:
+            self._cache = load_ledger(text)
+        return self._cache
+
+    def state(self) -> dict[str, Any]:
+        """``{"ledger": [...]}``: the transactions in canonical form (layout-independent)."""
+        return {"ledger": canonical_transactions(self.ledger().transactions)}
+
+    # ------------------------------------------------------------------ write machinery
+    def _commit(self, new_text: str) -> LoadedLedger:
+        """Validate ``new_text`` with beancount and, only if it loads cleanly, replace the file atomically."""
+        loaded = load_ledger(new_text)
+        if not loaded.ok:
+            problems = "; ".join(loaded.errors)
+            raise ToolFailure(ToolErrorKind.REJECTED, f"beancount rejected the change; nothing was written: {problems}")
+        fd, tmp = tempfile.mkstemp(dir=self._dir, prefix=".ledger-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(new_text)
+            os.replace(tmp, self.path)
+        except OSError:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        self._cache = loaded
+        return loaded
+
+    def _record(self, tool_name: str, arguments: dict[str, Any], txn_id: str, *, changed: bool) -> None:
+        self.writes.append({"tool": tool_name, "arguments": arguments, "id": txn_id, "changed": changed})
+
+    def _existing(self, txn_id: str) -> data.Transaction:
+        txn = self.ledger().transaction(txn_id.strip())
+        if txn is None:
+            raise ToolFailure(ToolErrorKind.NOT_FOUND, f"no transaction with id {txn_id!r}")
+        return txn
+
+    def _next_id(self, ledger: LoadedLedger) -> str:
+        """One past the highest id ever seen in this episode, so a deleted id is never handed out again."""
+        numbers = [int(m.group(1)) for tid in ledger.transaction_ids() if (m := _ID_NUMBER.match(tid))]
+        self._high_water = max([self._high_water, *numbers])
+        return f"txn-{self._high_water + 1:04d}"
+
+    @staticmethod
+    def _duplicate_key(txn: data.Transaction) -> tuple[Any, ...]:
+        postings = sorted((p.account, p.units.number, p.units.currency) for p in txn.postings)
+        return (txn.date, (txn.payee or "").strip().casefold(), tuple(postings))
+
+    def _rewrite(self, txn_id: str, build: _Builder) -> None:
+        """Replace the written form of one transaction by ``build(raw, booked)``, validate and commit.
+
+        ``build`` returns None when nothing would change: then the file is not rewritten at all.
+        """
+        booked = self._existing(txn_id)
+        text = self.text()
+        raw = find_raw(text, txn_id)
+        if raw is None:  # booked but not written under this id: a valid ledger cannot get here
+            raise ToolFailure(ToolErrorKind.NOT_FOUND, f"no transaction with id {txn_id!r} in the file")
+        new_entry = build(raw.entry, booked)
+        if new_entry is not None:
+            self._commit(replace_block(text, raw, render(new_entry)))
+
+    def _current(self, txn_id: str) -> dict[str, Any]:
+        """The canonical form of a transaction that must exist (it was just written)."""
+        txn = self.ledger().transaction(txn_id)
+        if txn is None:
+            raise RuntimeError(f"transaction {txn_id} vanished after a validated write")
+        return canonical_transaction(txn)
+
+    # ------------------------------------------------------------------ reads
+    @tool(effect=Effect.READ)
+    def run_query(self, bql: str) -> dict[str, Any]:
+        """Run a Beancount Query Language (beanquery) statement over the current ledger and return its table.
+        The default table is postings (columns such as date, payee, narration, account, position, number,
+        currency); entry_meta('id') gives the ledger's transaction ids. At most 200 rows are returned.
+
+        Args:
+            bql: one BQL statement, e.g. "SELECT account, sum(position) WHERE account ~ '^Expenses' GROUP BY account".
+        """
+        try:
+            return run_bql(self.ledger(), bql)
+        except QueryError as exc:
+            raise ToolFailure(ToolErrorKind.INVALID_ARGUMENTS, str(exc)) from None
+
+    @tool(effect=Effect.READ)
+    def list_accounts(self, prefix: str = "") -> list[dict[str, Any]]:
+        """List the open accounts of the ledger (the only accounts a transaction may use).
+
+        Args:
+            prefix: only accounts starting with this text, case-insensitive (e.g. "Expenses"); empty for all.
+        """
+        wanted = prefix.strip().lower()
+        return [
+            {"account": name, "opened": entry.date.isoformat(), "currencies": list(entry.currencies or [])}
+            for name, entry in sorted(self.ledger().open_accounts().items())
+            if name.lower().startswith(wanted)
+        ]
+
+    @tool(effect=Effect.READ)
+    def find_transactions(
+        self,
+        start_date: str | None = None,
+        end_date: str | None = None,
+        payee: str | None = None,
+        narration: str | None = None,
+        account: str | None = None,
+        min_amount: float | None = None,
+        max_amount: float | None = None,
+    ) -> dict[str, Any]:
+        """Search transactions; every filter given must match. Returns ids to use with the write tools.
+
+        Args:
+            start_date: first date included, YYYY-MM-DD.
+            end_date: last date included, YYYY-MM-DD.
+            payee: text the payee contains (case-insensitive), e.g. "whole foods".
+            narration: text the description contains (case-insensitive).
+            account: an account or parent account one of the postings uses, e.g. "Expenses:Food".
+            min_amount: smallest transaction amount (the total of its positive postings).
+            max_amount: largest transaction amount.
+        """
+        kind = ToolErrorKind.INVALID_ARGUMENTS
+        start = _date(start_date, "start_date", kind=kind) if start_date else None
+        end = _date(end_date, "end_date", kind=kind) if end_date else None
+        if start and end and start > end:
+            raise ToolFailure(kind, "start_date is after end_date")
+        low = _bound(min_amount, "min_amount")
+        high = _bound(max_amount, "max_amount")
+        found = []
+        for txn in self.ledger().transactions:
+            if (start and txn.date < start) or (end and txn.date > end):
+                continue
+            if payee and payee.strip().lower() not in (txn.payee or "").lower():
+                continue
+            if narration and narration.strip().lower() not in (txn.narration or "").lower():
+                continue
+            if account and not any(_matches_account(p.account, account) for p in txn.postings):
+                continue
+            size = _transaction_amount(txn)
+            if (low is not None and size < low) or (high is not None and size > high):
+                continue
+            found.append(txn)
+        listed = canonical_transactions(found)
+        return {"count": len(listed), "transactions": listed[:MAX_FOUND], "truncated": len(listed) > MAX_FOUND}
+
+    @tool(effect=Effect.READ)
+    def get_balance(self, account: str, date: str | None = None) -> dict[str, Any]:
+        """The balance of an account (including its sub-accounts), per currency. Signs are Beancount's: money
+        you owe (a credit card) is negative, spending accounts are positive.
+
+        Args:
+            account: the account or parent account, e.g. "Assets:Bank:Checking" or "Expenses:Food".
+            date: balance as of the end of this day, YYYY-MM-DD; omit for the current balance.
+        """
+        ledger = self.ledger()
+        as_of = _date(date, "date", kind=ToolErrorKind.INVALID_ARGUMENTS) if date else None
+        names = [name for name in ledger.open_accounts() if _matches_account(name, account)]
+        if not names:
+            raise ToolFailure(
+                ToolErrorKind.NOT_FOUND, f"no account {account!r} (list_accounts shows the accounts of the ledger)"
+            )
+        total = inventory.Inventory()
+        for txn in ledger.transactions:
+            if as_of is not None and txn.date > as_of:
+                continue
+            for posting in txn.postings:
+                if _matches_account(posting.account, account):
+                    total.add_amount(posting.units)
+        balances = {pos.units.currency: format_number(pos.units.number) for pos in total if pos.units.number}
+        exact = [name for name in names if name.lower() == account.strip().lower()]
+        return {
+            "account": exact[0] if exact else account.strip(),
+            "as_of": as_of.isoformat() if as_of else None,
+            "balances": balances or {ledger.operating_currency: "0.00"},
+        }
+
+    @tool(effect=Effect.READ)
+    def spending_summary(self, start_date: str, end_date: str, category: str = "Expenses") -> dict[str, Any]:
+        """Totals per account under a category between two dates (inclusive): how much was spent on what.
+
+        Args:
+            start_date: first date included, YYYY-MM-DD.
+            end_date: last date included, YYYY-MM-DD.
+            category: the parent account to total, e.g. "Expenses:Food" (default: all expenses).
+        """
+        kind = ToolErrorKind.INVALID_ARGUMENTS
+        start = _date(start_date, "start_date", kind=kind)
+        end = _date(end_date, "end_date", kind=kind)
+        if start > end:
+            raise ToolFailure(kind, "start_date is after end_date")
+        ledger = self.ledger()
+        if not any(_matches_account(name, category) for name in ledger.open_accounts()):
+            raise ToolFailure(ToolErrorKind.NOT_FOUND, f"no account {category!r} to summarise")
+        per_account: dict[tuple[str, str], Decimal] = {}
+        count = 0
+        for txn in ledger.transactions:
+            if not start <= txn.date <= end:
+                continue
+            hit = False
+            for posting in txn.postings:
+                if _matches_account(posting.account, category):
+                    key = (posting.account, posting.units.currency)
+                    per_account[key] = per_account.get(key, Decimal(0)) + posting.units.number
+                    hit = True
+            count += hit
+        totals: dict[str, Decimal] = {}
+        for (_, currency), number in per_account.items():
+            totals[currency] = totals.get(currency, Decimal(0)) + number
+        return {
+            "category": category.strip(),
+            "start_date": start.isoformat(),
+            "end_date": end.isoformat(),
+            "by_account": [
+                {"account": acct, "amount": format_number(number), "currency": cur}
+                for (acct, cur), number in sorted(per_account.items())
+            ],
+            "total": {cur: format_number(number) for cur, number in sorted(totals.items())}
+            or {ledger.operating_currency: "0.00"},
+            "transactions": count,
+        }
+
+    # ------------------------------------------------------------------ writes
+    @tool(effect=Effect.WRITE)
+    def add_transaction(
+        self,
+        date: str,
+        payee: str,
+        narration: str,
+        amount: float,
+        expense_account: str,
+        payment_account: str = CHECKING,
+        currency: str = "USD",
+        tags: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """Record a new transaction: money goes from the payment account to the expense account. Returns its id.
+
+        Args:
+            date: the transaction date, YYYY-MM-DD.
+            payee: who was paid, e.g. "Whole Foods".
+            narration: what it was for, e.g. "Groceries".
+            amount: the amount paid (use a negative amount for a refund).
+            expense_account: the account that receives the money, e.g. "Expenses:Food:Groceries".
+            payment_account: the account the money comes from, e.g. "Liabilities:CreditCard" for the card.
+            currency: the currency code.
+            tags: optional tags without the leading "#".
+        """
+        day = _date(date, "date", kind=ToolErrorKind.REJECTED)
+        number = _money(amount, "amount")
+        payee_text, narration_text = _text(payee, "payee"), _text(narration, "narration")
+        expense = _account_name(expense_account, "expense_account")
+        payment = _account_name(payment_account, "payment_account")
+        cur = currency.strip().upper()
+        if not _CURRENCY.match(cur):
+            raise ToolFailure(ToolErrorKind.REJECTED, f"currency: {currency!r} is not a currency code")
+        tag_set = frozenset(t.strip().lstrip("#") for t in tags or [])
+        if any(not _TAG.match(t) for t in tag_set):
+            raise ToolFailure(ToolErrorKind.INVALID_ARGUMENTS, "tags: letters, digits and - _ / . only")
+
+        ledger = self.ledger()
+        txn_id = self._next_id(ledger)
+        entry = data.Transaction(
+            meta={ID_KEY: txn_id},
+            date=day,
+            flag="*",
+            payee=payee_text,
+            narration=narration_text,
+            tags=tag_set,
+            links=frozenset(),
+            postings=[
+                data.Posting(expense, bc_amount.Amount(number, cur), None, None, None, None),
+                data.Posting(payment, bc_amount.Amount(-number, cur), None, None, None, None),
+            ],
+        )
+        key = self._duplicate_key(entry)
+        for earlier in self._added:
+            txn = ledger.transaction(earlier)
+            if txn is not None and self._duplicate_key(txn) == key:
+                raise ToolFailure(
+                    ToolErrorKind.DUPLICATE,
+                    f"an identical transaction was already added in this session as {earlier} "
+                    f"({day.isoformat()}, {payee_text}, {format_number(number)} {cur}); amend it instead of adding "
+                    "it again",
+                )
+        self._commit(append_block(self.text(), render(entry)))
+        self._added.append(txn_id)
+        self._high_water += 1  # the id just issued (never handed out again, even after a delete)
+        arguments = {
+            "date": date,
+            "payee": payee,
+            "narration": narration,
+            "amount": amount,
+            "expense_account": expense_account,
+            "payment_account": payment_account,
+            "currency": currency,
+            "tags": tags,
+        }
+        self._record("add_transaction", arguments, txn_id, changed=True)
+        return {"id": txn_id, "transaction": self._current(txn_id)}
+
+    @tool(effect=Effect.WRITE)
+    def amend_transaction(
+        self,
+        transaction_id: str,
+        amount: float | None = None,
+        account: str | None = None,
+        date: str | None = None,
+        payee: str | None = None,
+    ) -> dict[str, Any]:
+        """Correct an existing transaction in place (only the fields given change; nothing else is touched).
+
+        Args:
+            transaction_id: the id of the transaction, e.g. "txn-0042".
+            amount: the corrected amount (positive; the signs of the postings are kept).
+            account: the corrected category: replaces the account of the expense-side posting.
+            date: the corrected date, YYYY-MM-DD.
+            payee: the corrected payee.
+        """
+        if amount is None and account is None and date is None and payee is None:
+            raise ToolFailure(ToolErrorKind.INVALID_ARGUMENTS, "give at least one of amount, account, date, payee")
+        number = abs(_money(amount, "amount")) if amount is not None else None
+        new_date = _date(date, "date", kind=ToolErrorKind.REJECTED) if date is not None else None
+        new_payee = _text(payee, "payee") if payee is not None else None
+        new_account = _account_name(account, "account") if account is not None else None
+        txn_id = transaction_id.strip()
+        changed: list[str] = []
+
+        def build(raw: data.Transaction, booked: data.Transaction) -> data.Transaction | None:
+            postings = list(raw.postings)
+            index = _category_index(list(booked.postings))
+            if number is not None:
+                if len(booked.postings) != 2 or any(p.cost or p.price for p in booked.postings):
+                    raise ToolFailure(
+                        ToolErrorKind.PRECONDITION_FAILED,
+                        "only a two-posting transaction's amount can be amended; delete it and add it again",
+                    )
+                category = booked.postings[index]
+                sign = Decimal(-1) if category.units.number < 0 else Decimal(1)
+                cur = category.units.currency
+                for i, posting in enumerate(postings):
+                    signed = sign * number if i == index else -sign * number
+                    if i != index and posting.units is MISSING:
+                        continue  # an elided amount stays elided: beancount fills it in
+                    postings[i] = posting._replace(units=bc_amount.Amount(signed, cur))
+                if booked.postings[index].units.number != sign * number:
+                    changed.append("amount")
+            if new_account is not None and postings[index].account != new_account:
+                postings[index] = postings[index]._replace(account=new_account)
+                changed.append("account")
+            entry = raw._replace(postings=postings)
+            if new_date is not None and new_date != raw.date:
+                entry = entry._replace(date=new_date)
+                changed.append("date")
+            if new_payee is not None and new_payee != (raw.payee or ""):
+                entry = entry._replace(payee=new_payee)
+                changed.append("payee")
+            return entry if changed else None
+
+        self._rewrite(txn_id, build)
+        arguments = {"transaction_id": transaction_id, "amount": amount, "account": account, "date": date}
+        self._record("amend_transaction", {**arguments, "payee": payee}, txn_id, changed=bool(changed))
+        return {"id": txn_id, "changed": changed, "transaction": self._current(txn_id)}
+
+    @tool(effect=Effect.WRITE)
+    def delete_transaction(self, transaction_id: str) -> dict[str, Any]:
+        """Remove a transaction from the ledger (for an entry that should not exist, e.g. a double entry).
+
+        Args:
+            transaction_id: the id of the transaction, e.g. "txn-0042".
+        """
+        txn_id = transaction_id.strip()
+        booked = self._existing(txn_id)
+        text = self.text()
+        raw = find_raw(text, txn_id)
+        if raw is None:
+            raise ToolFailure(ToolErrorKind.NOT_FOUND, f"no transaction with id {transaction_id!r} in the file")
+        self._commit(remove_block(text, raw))
+        self._record("delete_transaction", {"transaction_id": transaction_id}, txn_id, changed=True)
+        return {"id": txn_id, "deleted": canonical_transaction(booked)}
+
+    @tool(effect=Effect.WRITE)
+    def recategorize(self, transaction_id: str, new_account: str) -> dict[str, Any]:
+        """Move a transaction to another category: replaces the account of its expense-side posting.
+
+        Args:
+            transaction_id: the id of the transaction, e.g. "txn-0042".
+            new_account: the category it belongs to, e.g. "Expenses:Food:Restaurants".
+        """
+        target = _account_name(new_account, "new_account")
+        txn_id = transaction_id.strip()
+        old: list[str] = []
+
+        def build(raw: data.Transaction, booked: data.Transaction) -> data.Transaction | None:
+            postings = list(raw.postings)
+            index = _category_index(list(booked.postings))
+            old.append(postings[index].account)
+            if postings[index].account == target:
+                return None
+            postings[index] = postings[index]._replace(account=target)
+            return raw._replace(postings=postings)
+
+        self._rewrite(txn_id, build)
+        arguments = {"transaction_id": transaction_id, "new_account": new_account}
+        self._record("recategorize", arguments, txn_id, changed=old[0] != target)
+        return {"id": txn_id, "old_account": old[0], "new_account": target, "transaction": self._current(txn_id)}

@@ -1,0 +1,144 @@
+"""The generated ledger suite: coverage, validity, the oracle at 100%, real observations, determinism."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from toolwild.core.formats.wtb import load_wtb_suite, session_to_wtb
+from toolwild.core.task import NodeKind, TaskType, TurnSubtype
+from toolwild.core.verdict import ScoringMode
+from toolwild.envs.domains.ledger.suite import build_ledger_suite, write_ledger_suite
+from toolwild.envs.domains.ledger.tools import LedgerEpisode
+from toolwild.eval.agents.oracle import oracle_trajectory
+from toolwild.eval.scoring.session import score_session
+from toolwild.eval.validate import Severity, summarize_suite, validate_suite
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return build_ledger_suite(64, seed=0)
+
+
+def _records(suite) -> list[str]:
+    return [json.dumps(session_to_wtb(s), sort_keys=True) for s in suite.sessions]
+
+
+def test_shape_and_coverage(suite):
+    assert len(suite.sessions) >= 64
+    summary = summarize_suite(suite)
+    assert all(len(s.tasks) == 4 for s in suite.sessions)
+    assert set(summary.task_types) == {t.value for t in TaskType}
+    assert {0, 1, 2, 3} <= {k for k, v in summary.transitions.items() if v > 0}
+    assert set(summary.subtypes) == {t.value for t in TurnSubtype}
+    for session in suite.sessions:
+        assert session.environment == "ledger"
+        assert isinstance(session.extra["ledger_seed"], int)
+        assert session.tasks[0].subtype is TurnSubtype.FIRST
+        assert all(t.subtype is not TurnSubtype.FIRST for t in session.tasks[1:])
+        assert {t.name for t in session.tools} == {t.name for t in LedgerEpisode.tool_specs()}
+        assert session.env_info[:10] <= "2024-04-30" and session.env_info.split()[-1].endswith("day")
+
+
+def test_subtypes_match_what_the_tasks_lean_on(suite):
+    for session in suite.sessions:
+        for i, (task, ref) in enumerate(zip(session.tasks, session.extra["ledger_refs"], strict=True)):
+            if task.subtype is TurnSubtype.LONG_RANGE:
+                assert ref is not None and ref <= i - 2, (session.id, i)
+            elif task.subtype is TurnSubtype.COREFERENTIAL:
+                assert ref == i - 1, (session.id, i)
+
+
+def test_gold_dags_follow_the_node_format(suite):
+    for session in suite.sessions:
+        for task in session.tasks:
+            sink = task.gold[-1]
+            assert sink.name == "prepare_to_answer" and isinstance(sink.observation, str) and sink.observation
+            expected = "chat" if task.type is TaskType.CHAT else "tool"
+            assert sink.action.arguments == {"answer_type": expected}
+            for node in task.gold:
+                if node.kind is NodeKind.ASK:
+                    (entry,) = node.action.arguments["tool_list"]
+                    assert entry["missing_required_parameters"] and node.user_input and node.observation
+                elif node.kind is NodeKind.CALL:
+                    assert node.observation["ok"] is True and set(node.observation) == {"ok", "result"}
+            if task.type is TaskType.CLARIFY:
+                assert task.gold[0].kind is NodeKind.ASK
+            assert task.expected_state is not None and "ledger" in task.expected_state
+
+
+def test_validate_suite_finds_no_errors(suite):
+    problems = validate_suite(suite)
+    assert [p for p in problems if p.severity is Severity.ERROR] == []
+
+
+@pytest.mark.parametrize("mode", list(ScoringMode))
+def test_oracle_scores_100_percent(suite, mode):
+    for session in suite.sessions:
+        verdict = score_session(session, oracle_trajectory(session), mode=mode)
+        assert [t.label for t in verdict.tasks] == ["correct"] * 4, (
+            session.id,
+            [t.error_reason for t in verdict.tasks],
+        )
+
+
+def test_observations_are_real_and_states_follow(suite):
+    """Replaying every gold call on a fresh episode gives the recorded observations and expected states."""
+    for session in suite.sessions:
+        episode = LedgerEpisode(seed=session.extra["ledger_seed"])
+        try:
+            for task in session.tasks:
+                for node in task.call_nodes:
+                    observation = episode.call(node.name, node.action.arguments)
+                    assert observation.model_dump(mode="json", include={"ok", "result"}) == node.observation
+                assert episode.state() == task.expected_state
+        finally:
+            episode.close()
+
+
+def test_later_ids_come_from_earlier_writes(suite):
+    """An amend or recategorize of a transaction the session added uses the id the add returned."""
+    checked = 0
+    for session in suite.sessions:
+        added: set[str] = set()
+        for task in session.tasks:
+            for node in task.call_nodes:
+                if node.name == "add_transaction":
+                    added.add(node.observation["result"]["id"])
+                elif node.name in ("amend_transaction", "recategorize", "delete_transaction"):
+                    txn_id = node.action.arguments["transaction_id"]
+                    assert txn_id.startswith("txn-")
+                    checked += txn_id in added
+    assert checked >= 10
+
+
+def test_round_trip_through_wtb_jsonl(suite, tmp_path):
+    path = tmp_path / "ledger.jsonl"
+    written = write_ledger_suite(path, n_sessions=6, seed=0)
+    loaded, report = load_wtb_suite(path)
+    assert report.loaded == 6 and report.skipped == []
+    assert len(loaded.sessions) == 6
+    assert [session_to_wtb(s) for s in loaded.sessions] == [session_to_wtb(s) for s in written.sessions]
+    assert _records(written) == _records(suite)[:6]  # sessions are built in order: a prefix is the same
+
+
+def test_generation_is_deterministic(suite):
+    assert _records(build_ledger_suite(64, seed=0)) == _records(suite)
+    assert _records(build_ledger_suite(4, seed=1)) != _records(suite)[:4]
+
+
+def test_generation_does_not_depend_on_hash_seed(suite):
+    code = (
+        "import json, sys\n"
+        "from toolwild.core.formats.wtb import session_to_wtb\n"
+        "from toolwild.envs.domains.ledger.suite import build_ledger_suite\n"
+        "for s in build_ledger_suite(8, seed=0).sessions:\n"
+        "    sys.stdout.write(json.dumps(session_to_wtb(s), sort_keys=True) + '\\n')\n"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, timeout=120)
+    assert out.stdout.splitlines() == _records(suite)[:8]
