@@ -407,3 +407,19 @@ def test_record_that_is_not_an_object_is_rejected(tmp_path):
     suite, report = load_wtb_suite(path, skip_invalid=True)
     assert suite == Suite(name="x", source=str(path), sessions=[])
     assert report.skipped_count == 1
+
+
+def test_environment_and_expected_states_round_trip(tmp_path):
+    from toolwild.core.formats.wtb import load_wtb_suite as load
+    from toolwild.core.session import Suite
+
+    record = raw_records()[0]
+    session = session_from_wtb(copy.deepcopy(record))
+    session.environment = "inventory"
+    for i, task in enumerate(session.tasks):
+        task.expected_state = {"stock": {"tea": i}} if i % 2 == 0 else None
+    write_wtb_suite(Suite(name="x", sessions=[session]), tmp_path / "s.jsonl")
+    back = load(tmp_path / "s.jsonl")[0].sessions[0]
+    assert back.environment == "inventory"
+    assert [t.expected_state for t in back.tasks] == [{"stock": {"tea": 0}}, None, {"stock": {"tea": 2}}, None]
+    assert "environment" not in session_to_wtb(session_from_wtb(copy.deepcopy(record)))

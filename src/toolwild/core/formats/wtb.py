@@ -29,6 +29,8 @@ _KNOWN_KEYS = (
     "english_task_types",
     "english_turn_subtypes",
     "answer_list",
+    "environment",
+    "expected_states",
 )
 _NODE_KEYS = ("idx", "action", "observation", "dependency_list", "user_input")
 
@@ -169,7 +171,28 @@ def session_from_wtb(record: Any, *, index: int | None = None) -> Session:
         extra["__no_id__"] = True
     if "answer_list" not in record:
         extra["__no_answer_list__"] = True
-    return Session(id=sid, env_info=env_info, tools=tools, tasks=tasks, alt_gold_sizes=alt_sizes, extra=extra)
+    environment = record.get("environment")
+    if environment is not None and not isinstance(environment, str):
+        raise DataError("environment must be a string (an environment id)", field="environment")
+    states = record.get("expected_states")
+    if states is not None:
+        if (
+            not isinstance(states, list)
+            or len(states) != n
+            or not all(x is None or isinstance(x, dict) for x in states)
+        ):
+            raise DataError(f"expected one state object (or null) per task, {n} in all", field="expected_states")
+        for task, state in zip(tasks, states, strict=True):
+            task.expected_state = state
+    return Session(
+        id=sid,
+        env_info=env_info,
+        tools=tools,
+        tasks=tasks,
+        environment=environment,
+        alt_gold_sizes=alt_sizes,
+        extra=extra,
+    )
 
 
 def session_to_wtb(session: Session) -> dict[str, Any]:
@@ -193,6 +216,11 @@ def session_to_wtb(session: Session) -> dict[str, Any]:
         out["answer_list"] = alt if alt is not None else out["english_answer_list"]
     if no_id:
         del out["id"]
+    # ours, for free-running evaluation on a stateful environment (absent from published records)
+    if session.environment is not None:
+        out["environment"] = session.environment
+    if any(t.expected_state is not None for t in session.tasks):
+        out["expected_states"] = [t.expected_state for t in session.tasks]
     out.update(extra)
     return out
 
