@@ -76,7 +76,8 @@ class TaskTrajectory(BaseModel):
     state_diff: list[dict[str, Any]] | None = None
     """Differences from the task's expected state (first 20), when the suite gives one."""
     writes: int | None = None
-    """Successful write calls the agent made in this task (stateful environments)."""
+    """Write calls the agent made in this task that wrote, or that the environment refused as duplicates of an
+    earlier write (stateful environments): the doubled writes are what the redundant-write count is about."""
 
 
 class TrajectoryStatus(StrEnum):

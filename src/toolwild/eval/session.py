@@ -36,6 +36,11 @@ def environment_seed(session: Session) -> int:
     return int(value) if isinstance(value, int | str) and str(value).lstrip("-").isdigit() else 0
 
 
+def _wrote(observation: Observation) -> bool:
+    """A write that happened, or one the environment refused only because it would have doubled an earlier one."""
+    return observation.ok or (observation.error is not None and observation.error.kind is ToolErrorKind.DUPLICATE)
+
+
 def _execute(episode: Episode, call: ToolCall) -> Observation:
     """Run one of the agent's calls on the environment (unparseable arguments are the agent's error to see)."""
     try:
@@ -178,7 +183,7 @@ async def _run_tasks(
             if episode is not None and step.tool_calls:
                 observed = [_execute(episode, call) for call in step.tool_calls]
                 writes += sum(
-                    1 for c, o in zip(step.tool_calls, observed, strict=True) if o.ok and c.name in write_tools
+                    1 for c, o in zip(step.tool_calls, observed, strict=True) if c.name in write_tools and _wrote(o)
                 )
                 step.observations = [o.to_text() for o in observed]
                 messages.append(_assistant_message(step, ids))
