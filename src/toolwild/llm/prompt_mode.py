@@ -43,6 +43,32 @@ def _plain(schema: Any) -> Any:
     return schema if schema is not None else {"type": "object", "properties": {}}
 
 
+def _type_name(schema: Any) -> str:
+    if not isinstance(schema, dict):
+        return "any"
+    if "enum" in schema and isinstance(schema["enum"], list):
+        return "|".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"][:8])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return "|".join(str(k) for k in kind)
+    if kind == "array":
+        return f"{_type_name(schema.get('items'))}[]"
+    if kind is None and "anyOf" in schema:
+        return "|".join(_type_name(s) for s in schema["anyOf"] if isinstance(s, dict) and s.get("type") != "null")
+    return str(kind or "any")
+
+
+def _signature(fn: dict[str, Any]) -> str:
+    """One compact line per tool: a small model reads it faster and as well as a full JSON Schema (the reply's
+    schema still constrains the arguments exactly)."""
+    params = fn["parameters"] if isinstance(fn["parameters"], dict) else {}
+    required = set(params.get("required", []) or [])
+    props = params.get("properties", {}) or {}
+    args = ", ".join(f"{name}{'' if name in required else '?'}: {_type_name(schema)}" for name, schema in props.items())
+    description = " ".join(str(fn.get("description") or "").split())
+    return f"- {fn['name']}({args}): {description}" if description else f"- {fn['name']}({args})"
+
+
 def _call_schema(fn: dict[str, Any]) -> dict[str, Any]:
     params = fn["parameters"] if isinstance(fn["parameters"], dict) else {"type": "object"}
     return {
@@ -109,8 +135,8 @@ def to_prompt_request(request: ChatRequest) -> ChatRequest:
     instruction = _INSTRUCTIONS.get(choice) or (
         f'Reply with one JSON object only: {{"tool_calls": [{{"name": "{choice}", "arguments": {{...}}}}]}}.'
     )
-    tool_text = "\n".join(json.dumps(f, ensure_ascii=False) for f in functions)
-    section = f"You can call these tools (JSON Schema of their arguments):\n{tool_text}\n\n{instruction}"
+    tool_text = "\n".join(_signature(f) for f in functions)
+    section = f"You can call these tools (? marks an optional argument):\n{tool_text}\n\n{instruction}"
     messages = _render_history(request.messages)
     if messages and messages[0]["role"] == "system":
         messages[0] = {"role": "system", "content": f"{messages[0]['content']}\n\n{section}"}
