@@ -7,6 +7,7 @@ history (the add's observation), so calling a tool again is a Wrong Refusal in t
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from toolwild.core.task import TaskType
@@ -14,7 +15,7 @@ from toolwild.envs.domains.ledger.seed import CHECKING, CREDIT_CARD
 from toolwild.envs.domains.ledger.tasks.catalog import CONCEPT_CHAINS, RECATEGORIZATIONS
 from toolwild.envs.domains.ledger.tasks.common import txn_noun
 from toolwild.envs.domains.ledger.tasks.phrasing import money, nick, the_nick
-from toolwild.envs.domains.ledger.tasks.scenario import Context, Memo, Mode, Option, Recorder
+from toolwild.envs.domains.ledger.tasks.scenario import Context, Mode, Option, Recorder, memo_targets, option
 
 __all__ = ["chat_options"]
 
@@ -28,6 +29,8 @@ _ROOT_EXPLANATIONS = {
     "into your accounts.",
     "Equity": "an equity account: it holds the opening balances the books started from.",
 }
+
+_option = partial(option, TaskType.CHAT)
 
 
 _CAPABILITIES = (
@@ -51,28 +54,6 @@ _GREETINGS = (
         f"Of course. Checking is Assets:Bank:Checking in your ledger. {_CAPABILITIES}",
     ),
 )
-
-
-def _option(
-    template: str,
-    utterance: str,
-    mode: Mode,
-    ref: int | None,
-    build: Any,
-    *,
-    key: tuple[Any, ...] | None = None,
-    weight: float = 1.0,
-) -> Option:
-    return Option(
-        template=template,
-        type=TaskType.CHAT,
-        utterance=utterance,
-        mode=mode,
-        ref=ref,
-        build=build,
-        key=key,
-        weight=weight,
-    )
 
 
 def _answer(ctx: Context, text: str, account: str, concept: tuple[int, int] | None = None) -> Any:
@@ -108,22 +89,9 @@ def _concepts(ctx: Context) -> list[Option]:
     return [_option("concept_next", concept.question, "coref", ctx.position - 1, build)]
 
 
-def _memo_targets(ctx: Context) -> list[tuple[Memo, Mode]]:
-    out: list[tuple[Memo, Mode]] = []
-    if ctx.position == 0:
-        return out
-    memo = ctx.single_memo(ctx.position - 1)
-    if memo:
-        out.append((memo, "coref"))
-    earlier = [m for m in ctx.earlier_memos() if ctx.unambiguous(m)]
-    if earlier:
-        out.append((earlier[0], "long"))
-    return out
-
-
 def _category_check(ctx: Context) -> list[Option]:
     out = []
-    for memo, mode in _memo_targets(ctx):
+    for memo, mode in memo_targets(ctx):
         if not memo.category.startswith("Expenses"):
             continue
         text = (

@@ -7,7 +7,7 @@ its observation is the gold question and ``user_input`` the user's reply, which 
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from functools import partial
 
 from toolwild.core.task import TaskType
 from toolwild.envs.domains.ledger.seed import CHECKING, CREDIT_CARD, SAVINGS
@@ -28,20 +28,14 @@ from toolwild.envs.domains.ledger.tasks.common import (
     txn_noun,
 )
 from toolwild.envs.domains.ledger.tasks.phrasing import last_month, money, nick, number, of_day, this_month
-from toolwild.envs.domains.ledger.tasks.scenario import Context, Memo, Mode, Option, Recorder
+from toolwild.envs.domains.ledger.tasks.scenario import Context, Memo, Mode, Option, Recorder, option
 
 __all__ = ["clarify_options"]
 
 _BANK = (CHECKING, SAVINGS, CREDIT_CARD)
 _SPEND = ("Expenses:Food:Restaurants", "Expenses:Food:Groceries", "Expenses:Transport", "Expenses:Shopping")
 
-
-def _option(
-    template: str, utterance: str, mode: Mode, ref: int | None, build: Any, *, key: tuple[Any, ...] | None = None
-) -> Option:
-    return Option(
-        template=template, type=TaskType.CLARIFY, utterance=utterance, mode=mode, ref=ref, build=build, key=key
-    )
+_option = partial(option, TaskType.CLARIFY)
 
 
 def _later_mode(ctx: Context) -> tuple[Mode, int | None]:

@@ -43,7 +43,16 @@ from toolwild.envs.domains.ledger.tasks.phrasing import (
     the_nick,
     this_month,
 )
-from toolwild.envs.domains.ledger.tasks.scenario import Context, GenerationError, Memo, Mode, Option, Recorder
+from toolwild.envs.domains.ledger.tasks.scenario import (
+    Context,
+    GenerationError,
+    Memo,
+    Mode,
+    Option,
+    Recorder,
+    memo_targets,
+    option,
+)
 
 __all__ = ["multi_options"]
 
@@ -58,21 +67,7 @@ _CATEGORIES = (
 )
 _BANK = (CHECKING, SAVINGS, CREDIT_CARD)
 
-
-def _option(
-    kind: TaskType,
-    template: str,
-    utterance: str,
-    mode: Mode,
-    ref: int | None,
-    build: Any,
-    *,
-    key: tuple[Any, ...] | None = None,
-    weight: float = 1.0,
-) -> Option:
-    return Option(
-        template=template, type=kind, utterance=utterance, mode=mode, ref=ref, build=build, key=key, weight=weight
-    )
+_option = option
 
 
 def _added_sentence(memo: Memo) -> str:
@@ -242,23 +237,10 @@ def _two_adds(ctx: Context) -> list[Option]:
     return [_option(TaskType.PARALLEL, "two_adds", text, mode, ref, build)]
 
 
-def _memo_targets(ctx: Context) -> list[tuple[Memo, Mode]]:
-    out: list[tuple[Memo, Mode]] = []
-    if ctx.position == 0:
-        return out
-    memo = ctx.single_memo(ctx.position - 1)
-    if memo:
-        out.append((memo, "coref"))
-    earlier = [m for m in ctx.earlier_memos() if ctx.unambiguous(m)]
-    if earlier:
-        out.append((earlier[0], "long"))
-    return out
-
-
 def _amend_and_spend(ctx: Context) -> list[Option]:
     out = []
     period = last_month(ctx.today)
-    for memo, mode in _memo_targets(ctx):
+    for memo, mode in memo_targets(ctx):
         if memo.day < this_month(ctx.today).start or not can_amend(ctx, memo):
             continue  # the summary of last month must not see the amended transaction
         new = corrected_amount(ctx, memo.amount)
@@ -284,7 +266,7 @@ def _amend_and_spend(ctx: Context) -> list[Option]:
 
 def _recategorize_and_balance(ctx: Context) -> list[Option]:
     out = []
-    for memo, mode in _memo_targets(ctx):
+    for memo, mode in memo_targets(ctx):
         if not can_move(ctx, memo) or memo.payment not in _BANK:
             continue
         fix = RECATEGORIZATIONS[memo.category]
@@ -357,7 +339,7 @@ def _find_then(ctx: Context) -> list[Option]:
     first = ctx.position == 0
     # Later turns lean on the store of a transaction talked about before ("that store ... too").
     anchors: list[tuple[Memo | None, Mode]] = [(None, "first")] if first else []
-    for memo, mode in [] if first else _memo_targets(ctx):
+    for memo, mode in [] if first else memo_targets(ctx):
         if mode == "coref" or len(ctx.live_memos()) == 1:  # "the receipt we talked about earlier" must be unique
             anchors.append((memo, mode))
     for memo, mode in anchors:
@@ -595,7 +577,7 @@ def _write_then_two(ctx: Context) -> list[Option]:
 
         out.append(_option(TaskType.MIXED, "add_then_two", text, "first", None, build))
         return out
-    for memo, mode in _memo_targets(ctx):
+    for memo, mode in memo_targets(ctx):
         if memo.payment not in _BANK or memo.day < now.start or not can_amend(ctx, memo):
             continue
         if not memo.category.startswith("Expenses"):

@@ -123,6 +123,38 @@ class Option:
     """Relative preference; the generic follow-ups that always fit weigh less than the specific ones."""
 
 
+def option(
+    kind: TaskType,
+    template: str,
+    utterance: str,
+    mode: Mode,
+    ref: int | None,
+    build: Any,
+    *,
+    key: tuple[Any, ...] | None = None,
+    weight: float = 1.0,
+) -> Option:
+    """An option of a given task type (task modules bind ``kind`` once with ``functools.partial``)."""
+    return Option(
+        template=template, type=kind, utterance=utterance, mode=mode, ref=ref, build=build, key=key, weight=weight
+    )
+
+
+def memo_targets(ctx: Context) -> list[tuple[Memo, Mode]]:
+    """What a follow-up can refer to: the previous task's single memo (coreference), else an unambiguous earlier one
+    (long-range)."""
+    out: list[tuple[Memo, Mode]] = []
+    if ctx.position == 0:
+        return out
+    memo = ctx.single_memo(ctx.position - 1)
+    if memo:
+        out.append((memo, "coref"))
+    earlier = [m for m in ctx.earlier_memos() if ctx.unambiguous(m)]
+    if earlier:
+        out.append((earlier[0], "long"))
+    return out
+
+
 def call_key(name: str, arguments: dict[str, Any]) -> tuple[Any, ...] | None:
     """The key a read call answers under (the same keys templates give their options), None for writes."""
     if name == "get_balance":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from toolwild.core.task import TaskType
@@ -37,7 +38,7 @@ from toolwild.envs.domains.ledger.tasks.phrasing import (
     the_nick,
     this_month,
 )
-from toolwild.envs.domains.ledger.tasks.scenario import Context, Memo, Mode, Option, Recorder
+from toolwild.envs.domains.ledger.tasks.scenario import Context, Memo, Mode, Option, Recorder, option
 
 __all__ = ["single_options"]
 
@@ -57,28 +58,6 @@ _BALANCE_QUESTIONS = {
 }
 
 
-def _option(
-    template: str,
-    utterance: str,
-    mode: Mode,
-    ref: int | None,
-    build: Any,
-    *,
-    key: tuple[Any, ...] | None = None,
-    weight: float = 1.0,
-) -> Option:
-    return Option(
-        template=template,
-        type=TaskType.SINGLE,
-        utterance=utterance,
-        mode=mode,
-        ref=ref,
-        build=build,
-        key=key,
-        weight=weight,
-    )
-
-
 # ---------------------------------------------------------------------------------------------------- balances
 def _balance_build(ctx: Context, account: str, as_of: str | None = None) -> Any:
     def build(rec: Recorder) -> str:
@@ -91,6 +70,9 @@ def _balance_build(ctx: Context, account: str, as_of: str | None = None) -> Any:
         return balance_sentence(result)
 
     return build
+
+
+_option = partial(option, TaskType.SINGLE)
 
 
 def _balances(ctx: Context) -> list[Option]:
