@@ -27,7 +27,7 @@ from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.scoring.session import api_parameters
 from toolwild.eval.scoring.task import TaskJudge
 
-__all__ = ["HistoryMode", "environment_seed", "gold_history", "run_session"]
+__all__ = ["HistoryMode", "environment_seed", "gold_history", "gold_task_messages", "run_session"]
 
 
 def environment_seed(session: Session) -> int:
@@ -73,43 +73,50 @@ def gold_history(session: Session, task_index: int) -> list[dict[str, Any]]:
     quoted JSON string) and tool-call ids are assigned in order.
     """
     messages: list[dict[str, Any]] = [{"role": "system", "content": session.system_prompt}]
-    for ti, task in enumerate(session.tasks[:task_index]):
-        messages.append({"role": "user", "content": task.utterance})
-        for si, batch in enumerate(GoldDag.from_task(task).first_optimal_path()):
-            nodes = [task.gold[i] for i in batch]
-            head = nodes[0]
-            if head.kind is NodeKind.ASK:
-                messages.append({"role": "assistant", "content": _as_text(head.observation)})
-                messages.append({"role": "user", "content": head.user_input or ""})
-            elif head.kind is NodeKind.ANSWER:
-                messages.append({"role": "assistant", "content": _as_text(head.observation)})
-            else:
-                ids = [f"call_{ti}_{si}_{k}" for k in range(len(nodes))]
+    for ti in range(task_index):
+        messages.extend(gold_task_messages(session, ti))
+    return messages
+
+
+def gold_task_messages(session: Session, ti: int) -> list[dict[str, Any]]:
+    """The gold conversation of one task: its utterance, then its first optimal path as assistant/tool turns."""
+    task = session.tasks[ti]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": task.utterance}]
+    for si, batch in enumerate(GoldDag.from_task(task).first_optimal_path()):
+        nodes = [task.gold[i] for i in batch]
+        head = nodes[0]
+        if head.kind is NodeKind.ASK:
+            messages.append({"role": "assistant", "content": _as_text(head.observation)})
+            messages.append({"role": "user", "content": head.user_input or ""})
+        elif head.kind is NodeKind.ANSWER:
+            messages.append({"role": "assistant", "content": _as_text(head.observation)})
+        else:
+            ids = [f"call_{ti}_{si}_{k}" for k in range(len(nodes))]
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {
+                            "id": ids[k],
+                            "type": "function",
+                            "function": {
+                                "name": n.name,
+                                "arguments": json.dumps(n.action.arguments, ensure_ascii=False),
+                            },
+                        }
+                        for k, n in enumerate(nodes)
+                    ],
+                }
+            )
+            for k, n in enumerate(nodes):
                 messages.append(
                     {
-                        "role": "assistant",
-                        "content": "",
-                        "tool_calls": [
-                            {
-                                "id": ids[k],
-                                "type": "function",
-                                "function": {
-                                    "name": n.name,
-                                    "arguments": json.dumps(n.action.arguments, ensure_ascii=False),
-                                },
-                            }
-                            for k, n in enumerate(nodes)
-                        ],
+                        "role": "tool",
+                        "tool_call_id": ids[k],
+                        "content": json.dumps(n.observation, ensure_ascii=False),
                     }
                 )
-                for k, n in enumerate(nodes):
-                    messages.append(
-                        {
-                            "role": "tool",
-                            "tool_call_id": ids[k],
-                            "content": json.dumps(n.observation, ensure_ascii=False),
-                        }
-                    )
     return messages
 
 
@@ -160,9 +167,10 @@ async def _run_tasks(
     tools = to_openai_tools_for_api(session.tools)
     params = api_parameters(session)
     own_history: list[dict[str, Any]] = [{"role": "system", "content": session.system_prompt}]
+    teacher_forced = list(own_history)  # grows by each task's gold conversation (built once per task)
     tasks: list[TaskTrajectory] = []
     for ti, task in enumerate(session.tasks):
-        base = gold_history(session, ti) if history is HistoryMode.WTB else own_history
+        base = teacher_forced if history is HistoryMode.WTB else own_history
         messages = [*base, {"role": "user", "content": task.utterance}]
         judge = TaskJudge(task, parameters=params, mode=scoring_mode)
         steps: list[Step] = []
@@ -222,4 +230,6 @@ async def _run_tasks(
         tasks.append(record)
         if history is HistoryMode.FREE:
             own_history = messages
+        else:
+            teacher_forced = [*teacher_forced, *gold_task_messages(session, ti)]
     return Trajectory(session_id=session.id, model=agent.name, tasks=tasks)
