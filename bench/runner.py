@@ -25,15 +25,53 @@ LATENCY_S = 0.2
 
 
 def _serve(suite_path: str, port: int, latency: float) -> None:
+    """A lean ASGI fake (no framework): the server shares the 2 cores with the harness, so its own CPU per request
+    must stay small, or the benchmark measures the server instead of the harness."""
+    import asyncio
+    import json
+
     import uvicorn
-    from fake_openai import Delay, FakeOpenAI
     from gold_responder import gold_responder
 
     from toolwild.core.formats.wtb import load_wtb_suite
 
     suite, _ = load_wtb_suite(suite_path)
     respond = gold_responder(suite)
-    app = FakeOpenAI(lambda body: Delay(latency, respond(body)) if latency else respond(body))
+
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        chunks = []
+        more = True
+        while more:
+            event = await receive()
+            chunks.append(event.get("body", b""))
+            more = event.get("more_body", False)
+        reply = respond(json.loads(b"".join(chunks)))
+        message = {"role": "assistant", "content": reply.text}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in reply.tool_calls
+            ]
+        body = json.dumps(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "fake-model",
+                "choices": [
+                    {"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}
+                ],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            }
+        ).encode()
+        if latency:
+            await asyncio.sleep(latency)
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", access_log=False)
 
 
