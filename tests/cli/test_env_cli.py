@@ -37,3 +37,15 @@ def test_env_shell_keeps_state_between_commands():
     result = run("env", "shell", "inventory", "--seed", "1", input=script)
     assert result.exit_code == 0
     assert '"units": 16' in result.output and '"coffee": 16' in result.output
+
+
+def test_suite_ledger_writes_a_valid_suite(tmp_path):
+    out = tmp_path / "ledger.jsonl"
+    result = run("suite", "ledger", "--out", str(out), "--sessions", "8", "--seed", "3")
+    assert result.exit_code == 0, result.output
+    assert len(out.read_text().splitlines()) == 8
+    checked = run("validate", str(out))
+    assert checked.exit_code == 0 and "suite is valid" in checked.output
+    again = tmp_path / "again.jsonl"
+    run("suite", "ledger", "--out", str(again), "--sessions", "8", "--seed", "3")
+    assert again.read_bytes() == out.read_bytes()

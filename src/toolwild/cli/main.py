@@ -9,6 +9,7 @@ from toolwild.cli.eval import eval_command
 from toolwild.cli.importer import import_app
 from toolwild.cli.model import model_app
 from toolwild.cli.score import score
+from toolwild.cli.suite import suite_app
 from toolwild.cli.validate import validate
 
 app = typer.Typer(
@@ -23,6 +24,7 @@ app.command("score")(score)
 app.command("eval")(eval_command)
 app.add_typer(model_app, name="model")
 app.add_typer(env_app, name="env")
+app.add_typer(suite_app, name="suite")
 
 app.add_typer(import_app, name="import", help="Import tools from other formats (SynthTools).")
 
