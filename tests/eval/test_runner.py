@@ -170,7 +170,8 @@ def test_gold_behaviour_file_scores_perfectly_in_both_modes_and_exports(tmp_path
 
 # ------------------------------------------------------------------ a model over HTTP: faults and infra errors
 def _config(**kw) -> RunConfig:
-    return RunConfig(suite=str(FIXTURE), agent="model", concurrency=4, **kw)
+    kw.setdefault("agent", "model")
+    return RunConfig(suite=str(FIXTURE), concurrency=4, **kw)
 
 
 async def _run(suite, fake, run_dir, *, retry=None, history=HistoryMode.WTB):
@@ -289,3 +290,21 @@ def test_config_json_has_no_secrets(tmp_path, suite, monkeypatch):
     run_cli(tmp_path, gold_behaviour(suite))
     for f in (tmp_path / "r").iterdir():
         assert "sk-very-secret-123" not in f.read_text(errors="ignore")
+
+
+@pytest.mark.anyio
+async def test_an_exception_inside_one_session_does_not_end_the_run(tmp_path, suite):
+    from toolwild.eval.agents.oracle import OracleAgent
+
+    class Flaky(OracleAgent):
+        async def next_step(self, context):
+            if context.session.id == "wild_tool_bench_2":
+                raise RuntimeError("boom")
+            return await super().next_step(context)
+
+    verdicts = await run_suite(suite, Flaky(), _config(agent="oracle"), tmp_path / "run")
+    metrics = compute_metrics(verdicts, model_name="m", resamples=0)
+    assert metrics.extensions["infra_error_sessions"] == ["wild_tool_bench_2"]
+    assert metrics.total_info["session"] == {"accuracy": 1.0, "correct_count": 4, "total_count": 4}
+    line = next(ln for ln in (tmp_path / "run" / "trajectories.jsonl").read_text().splitlines() if "bench_2" in ln)
+    assert "internal error: RuntimeError: boom" in line

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from toolwild.eval.session import HistoryMode, run_session
 __all__ = ["RunConfig", "RunProgress", "load_run_trajectories", "run_suite"]
 
 TRAJECTORIES = "trajectories.jsonl"
+log = logging.getLogger(__name__)
 
 
 class RunConfig(BaseModel):
@@ -128,6 +130,14 @@ async def _run_one(session: Session, agent: Agent, config: RunConfig) -> Traject
     except BackendError as exc:
         return Trajectory(
             session_id=session.id, model=agent.name, status=TrajectoryStatus.INFERENCE_ERROR, error=str(exc)
+        )
+    except Exception as exc:  # a bug in an agent, environment or toolwild itself must not end the whole run
+        log.exception("session %s failed inside the harness", session.id)
+        return Trajectory(
+            session_id=session.id,
+            model=agent.name,
+            status=TrajectoryStatus.INFRA_ERROR,
+            error=f"internal error: {type(exc).__name__}: {exc}",
         )
 
 
