@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from toolwild.cli._common import console, handled_errors, report_skipped, run_async
+from toolwild.cli._common import console, err_console, handled_errors, report_skipped, run_async
 from toolwild.core.formats.wtb import load_wtb_suite, write_wtb_suite
 from toolwild.core.verdict import ScoringMode
 from toolwild.errors import ConfigError
@@ -144,7 +144,14 @@ def eval_command(
                     if llm is not None:
                         await llm.aclose()
 
-            verdicts = run_async(run())
+            try:
+                verdicts = run_async(run())
+            except KeyboardInterrupt:
+                err_console.print(
+                    "[yellow]interrupted; finished sessions are saved. "
+                    f"Continue with: toolwild eval --resume {run_dir}[/]"
+                )
+                raise typer.Exit(130) from None
         metrics = compute_metrics(
             verdicts, model_name=agent_obj.name, mode=config.mode, count_infra_errors=config.count_infra_errors
         )
