@@ -15,30 +15,22 @@ import os
 import time
 
 from toolwild.llm.backends.local import LocalBackend
+from toolwild.llm.prompt_mode import reply_schema
 from toolwild.llm.types import ChatRequest
 
-TOOL_CALL_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "tool_calls": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "name": {"type": "string", "enum": ["get_weather"]},
-                    "arguments": {
-                        "type": "object",
-                        "properties": {"city": {"type": "string"}},
-                        "required": ["city"],
-                    },
-                },
-                "required": ["name", "arguments"],
+# the schema prompt mode actually sends for a forced call of one tool
+TOOL_CALL_SCHEMA = reply_schema(
+    [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
             },
-            "minItems": 1,
         }
-    },
-    "required": ["tool_calls"],
-}
+    ],
+    "required",
+)
 
 
 async def main() -> None:

@@ -28,7 +28,7 @@ from toolwild.envs.domains.ledger.tasks.common import (
     txn_noun,
 )
 from toolwild.envs.domains.ledger.tasks.phrasing import last_month, money, nick, number, of_day, this_month
-from toolwild.envs.domains.ledger.tasks.scenario import Context, Memo, Mode, Option, Recorder, option
+from toolwild.envs.domains.ledger.tasks.scenario import Context, Memo, Mode, Option, Recorder, memo_targets, option
 
 __all__ = ["clarify_options"]
 
@@ -141,26 +141,13 @@ def _spend_missing_period(ctx: Context) -> list[Option]:
     ]
 
 
-def _targets(ctx: Context) -> list[tuple[Memo, Mode]]:
-    out: list[tuple[Memo, Mode]] = []
-    if ctx.position == 0:
-        return out
-    memo = ctx.single_memo(ctx.position - 1)
-    if memo:
-        out.append((memo, "coref"))
-    earlier = [m for m in ctx.earlier_memos() if ctx.unambiguous(m)]
-    if earlier:
-        out.append((earlier[0], "long"))
-    return out
-
-
 def _which(ctx: Context, memo: Memo) -> str:
     return "I added earlier" if memo.added else of_day(memo.day, ctx.today)
 
 
 def _recategorize_missing(ctx: Context) -> list[Option]:
     out = []
-    for memo, mode in _targets(ctx):
+    for memo, mode in memo_targets(ctx):
         if not can_move(ctx, memo):
             continue
         fix = RECATEGORIZATIONS[memo.category]
@@ -182,7 +169,7 @@ def _recategorize_missing(ctx: Context) -> list[Option]:
 
 def _amend_missing(ctx: Context) -> list[Option]:
     out = []
-    for memo, mode in _targets(ctx):
+    for memo, mode in memo_targets(ctx):
         if not can_amend(ctx, memo):
             continue
         new = corrected_amount(ctx, memo.amount)
