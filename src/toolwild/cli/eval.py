@@ -13,7 +13,7 @@ from toolwild.cli._common import console, err_console, handled_errors, report_sk
 from toolwild.core.formats.wtb import load_wtb_suite, write_wtb_suite
 from toolwild.core.verdict import ScoringMode
 from toolwild.errors import ConfigError
-from toolwild.eval.build import AGENT_FORMS, build_agent
+from toolwild.eval.build import AGENT_FORMS, build_agent, build_simulator
 from toolwild.eval.metrics.accuracy import compute_metrics
 from toolwild.eval.runner import RunConfig, RunProgress, load_run_trajectories, run_suite, write_json
 from toolwild.eval.session import HistoryMode
@@ -37,6 +37,12 @@ def eval_command(
     agent: Annotated[str, typer.Option(help=f"Agent: {', '.join(AGENT_FORMS)}.")] = "model",
     model: Annotated[str, typer.Option(help=f"Model for --agent model: {'; '.join(describe_backends())}.")] = "local",
     base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    env_model: Annotated[
+        str | None,
+        typer.Option(
+            help="Model that simulates `llm` environment files in free mode (e.g. local; same forms as --model)."
+        ),
+    ] = None,
     prompt_mode: Annotated[
         bool | None,
         typer.Option("--prompt-mode/--native-tools", help="Describe tools in the prompt (default: when not native)."),
@@ -113,10 +119,12 @@ def eval_command(
                 max_tokens=max_tokens or (256 if agent == "model" and model.startswith("local") else 1024),
                 count_infra_errors=count_infra_errors,
                 cache=cache.value,
+                env_model=env_model,
             )
         suite, report = load_wtb_suite(config.suite, skip_invalid=skip_invalid)
         report_skipped(report)
         agent_obj, llm = build_agent(config, run_dir)
+        simulator = build_simulator(config, run_dir, llm)
 
         with Progress(
             TextColumn("[bold]sessions"),
@@ -138,11 +146,17 @@ def eval_command(
             async def run() -> list:
                 try:
                     return await run_suite(
-                        suite, agent_obj, config, run_dir, resume=resume is not None, on_progress=show
+                        suite,
+                        agent_obj,
+                        config,
+                        run_dir,
+                        resume=resume is not None,
+                        on_progress=show,
+                        simulator=simulator,
                     )
                 finally:
-                    if llm is not None:
-                        await llm.aclose()
+                    for client in {id(c): c for c in (llm, simulator) if c is not None}.values():
+                        await client.aclose()
 
             try:
                 verdicts = run_async(run())
@@ -157,6 +171,8 @@ def eval_command(
         )
         if llm is not None:
             metrics.extensions["usage"] = llm.usage.as_dict()
+        if simulator is not None and simulator is not llm:
+            metrics.extensions["simulator_usage"] = simulator.usage.as_dict()
         write_json(run_dir / "metrics.json", metrics.model_dump(mode="json"))
         if export_wtb_result is not None:
             trajectories = load_run_trajectories(run_dir)

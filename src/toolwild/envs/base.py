@@ -29,6 +29,11 @@ class ToolErrorKind(StrEnum):
     DUPLICATE = "duplicate"
     REJECTED = "rejected"
     """The environment refused a write that would leave it invalid (e.g. an unbalanced transaction)."""
+    NO_RECORDING = "no_recording"
+    """A replayed environment has no recorded answer for this call."""
+    SIMULATION_FAILED = "simulation_failed"
+    """The simulator could not produce a valid answer; the state is unchanged (the environment's fault, not the
+    agent's: runs report these apart)."""
 
 
 class ToolError(BaseModel):
@@ -49,6 +54,11 @@ class Observation(BaseModel):
     result: Any = None
     error: ToolError | None = None
 
+    @classmethod
+    def failure(cls, kind: ToolErrorKind, message: str) -> Observation:
+        """A failed call's observation."""
+        return cls(ok=False, error=ToolError(kind=kind, message=message))
+
     def to_text(self) -> str:
         """The JSON text a model is shown as the tool message."""
         if self.ok:
@@ -62,6 +72,13 @@ class Episode(ABC):
     @abstractmethod
     def call(self, name: str, arguments: dict[str, Any]) -> Observation:
         """Execute one tool call."""
+
+    async def acall(self, name: str, arguments: dict[str, Any]) -> Observation:
+        """Execute one tool call from async code: the way the runner calls every environment.
+
+        Code-backed episodes answer at once (this default); a simulated episode awaits its model here.
+        """
+        return self.call(name, arguments)
 
     @abstractmethod
     def state(self) -> dict[str, Any]:

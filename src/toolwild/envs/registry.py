@@ -1,14 +1,26 @@
-"""Environments by id, imported lazily so one domain's dependencies never burden another."""
+"""Environments by reference: a built-in id (``ledger``) or an environment file (``shop.env.json``).
+
+Built-in Python domains are imported lazily, so one domain's dependencies never burden another. A file names its
+backend: ``replay`` answers from recordings, ``llm`` needs a simulator model (an :class:`~toolwild.llm.client.LLM`
+the caller supplies, so the choice of model and its cache stay with the run).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from importlib import import_module
+from pathlib import Path
 
+from toolwild.core.environment import BackendKind, Environment
+from toolwild.core.formats.environment import load_environment
+from toolwild.core.tool import Tool
 from toolwild.envs.base import EnvironmentBackend
+from toolwild.envs.replay import ReplayEnvironment
+from toolwild.envs.simulated import SimulatedEnvironment
 from toolwild.errors import ConfigError
+from toolwild.llm.client import LLM
 
-__all__ = ["ENVIRONMENTS", "get_environment"]
+__all__ = ["ENVIRONMENTS", "backend_for", "environment_tools", "get_environment", "resolve_environment_file"]
 
 ENVIRONMENTS: dict[str, str] = {
     "ledger": "toolwild.envs.domains.ledger.environment:ledger_environment",
@@ -16,16 +28,61 @@ ENVIRONMENTS: dict[str, str] = {
 }
 """Environment id -> ``module:factory`` (a factory takes no arguments and returns an EnvironmentBackend)."""
 
-_cache: dict[str, EnvironmentBackend] = {}
+_builtin: dict[str, EnvironmentBackend] = {}
+_files: dict[Path, Environment] = {}
 
 
-def get_environment(env_id: str) -> EnvironmentBackend:
-    """The environment with this id (built once per process; episodes are isolated, the backend is shared)."""
-    if env_id not in _cache:
-        target = ENVIRONMENTS.get(env_id)
-        if target is None:
-            raise ConfigError(f"unknown environment {env_id!r}; known: {', '.join(sorted(ENVIRONMENTS))}")
-        module, _, name = target.partition(":")
+def _builtin_environment(env_id: str) -> EnvironmentBackend:
+    if env_id not in _builtin:
+        module, _, name = ENVIRONMENTS[env_id].partition(":")
         factory: Callable[[], EnvironmentBackend] = getattr(import_module(module), name)
-        _cache[env_id] = factory()
-    return _cache[env_id]
+        _builtin[env_id] = factory()
+    return _builtin[env_id]
+
+
+def resolve_environment_file(ref: str, base_dir: Path | None = None) -> Path | None:
+    """The file a reference names: as given, else relative to ``base_dir`` (a suite's folder); None if neither."""
+    path = Path(ref)
+    for candidate in (path, (base_dir / path) if base_dir is not None and not path.is_absolute() else None):
+        if candidate is not None and candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
+def _described(ref: str, base_dir: Path | None) -> Environment:
+    path = resolve_environment_file(ref, base_dir)
+    if path is None:
+        known = ", ".join(sorted(ENVIRONMENTS))
+        raise ConfigError(f"unknown environment {ref!r}: not a built-in ({known}) and no such environment file")
+    if path not in _files:
+        _files[path] = load_environment(path)
+    return _files[path]
+
+
+def environment_tools(ref: str, *, base_dir: Path | None = None) -> list[Tool]:
+    """An environment's tools, without starting anything (no simulator model is needed to describe one)."""
+    if ref in ENVIRONMENTS:
+        return _builtin_environment(ref).tools
+    return list(_described(ref, base_dir).tools)
+
+
+def backend_for(environment: Environment, *, simulator: LLM | None = None) -> EnvironmentBackend:
+    """The backend that runs an environment description."""
+    if environment.backend is BackendKind.REPLAY:
+        return ReplayEnvironment(environment)
+    if environment.backend is BackendKind.LLM:
+        if simulator is None:
+            raise ConfigError(
+                f"environment {environment.id!r} is simulated by a model: choose one (e.g. --env-model local)"
+            )
+        return SimulatedEnvironment(environment, simulator)
+    if environment.id in ENVIRONMENTS:
+        return _builtin_environment(environment.id)
+    raise ConfigError(f"environment {environment.id!r} says it is Python code, but no built-in has that id")
+
+
+def get_environment(ref: str, *, simulator: LLM | None = None, base_dir: Path | None = None) -> EnvironmentBackend:
+    """The environment a reference names (built-ins are built once per process; episodes are always isolated)."""
+    if ref in ENVIRONMENTS:
+        return _builtin_environment(ref)
+    return backend_for(_described(ref, base_dir), simulator=simulator)

@@ -16,7 +16,7 @@ from typing import Any, TypeVar, get_type_hints
 from pydantic import ConfigDict, ValidationError, create_model
 
 from toolwild.core.tool import Effect, Tool
-from toolwild.envs.base import Episode, Observation, ToolError, ToolErrorKind
+from toolwild.envs.base import Episode, Observation, ToolErrorKind
 
 __all__ = ["ToolFailure", "Toolkit", "tool"]
 
@@ -113,20 +113,18 @@ class Toolkit(Episode):
         """Validate the arguments against the signature, run the tool, and wrap the outcome."""
         fn = self._tool_methods.get(name)
         if fn is None:
-            return Observation(ok=False, error=ToolError(kind=ToolErrorKind.UNKNOWN_TOOL, message=f"no tool {name!r}"))
+            return Observation.failure(ToolErrorKind.UNKNOWN_TOOL, f"no tool {name!r}")
         if not isinstance(arguments, dict):
-            return Observation(
-                ok=False, error=ToolError(kind=ToolErrorKind.INVALID_ARGUMENTS, message="arguments must be an object")
-            )
+            return Observation.failure(ToolErrorKind.INVALID_ARGUMENTS, "arguments must be an object")
         try:
             parsed = self._arg_models[name].model_validate(arguments)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
             )
-            return Observation(ok=False, error=ToolError(kind=ToolErrorKind.INVALID_ARGUMENTS, message=problems))
+            return Observation.failure(ToolErrorKind.INVALID_ARGUMENTS, problems)
         try:
             result = fn(self, **dict(parsed))
         except ToolFailure as failure:
-            return Observation(ok=False, error=ToolError(kind=failure.kind, message=failure.message))
+            return Observation.failure(failure.kind, failure.message)
         return Observation(ok=True, result=result)

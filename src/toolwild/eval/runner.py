@@ -27,6 +27,7 @@ from toolwild.eval.agents.base import Agent
 from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.scoring.session import failed_session, score_session
 from toolwild.eval.session import HistoryMode, run_session
+from toolwild.llm.client import LLM
 
 __all__ = ["RunConfig", "RunProgress", "load_run_trajectories", "run_suite"]
 
@@ -55,6 +56,8 @@ class RunConfig(BaseModel):
     max_tokens: int | None = 1024
     count_infra_errors: bool = False
     cache: str = "read-write"
+    env_model: str | None = None
+    """The model that simulates ``llm`` environments (free mode), if the suite uses any."""
 
 
 @dataclass
@@ -108,11 +111,13 @@ def load_run_trajectories(run_dir: Path, *, repair: bool = False) -> list[Trajec
     return [t for _, t in kept.values()]
 
 
-async def _run_one(session: Session, agent: Agent, config: RunConfig) -> Trajectory:
-    environment = (
-        get_environment(session.environment) if session.environment and config.history is HistoryMode.FREE else None
-    )
+async def _run_one(session: Session, agent: Agent, config: RunConfig, simulator: LLM | None) -> Trajectory:
     try:
+        environment = (
+            get_environment(session.environment, simulator=simulator, base_dir=Path(config.suite).parent)
+            if session.environment and config.history is HistoryMode.FREE
+            else None
+        )
         coro = run_session(
             session,
             agent,
@@ -149,8 +154,12 @@ async def run_suite(
     *,
     resume: bool = False,
     on_progress: Callable[[RunProgress], None] | None = None,
+    simulator: LLM | None = None,
 ) -> list[SessionVerdict]:
-    """Run every session not yet finished in ``run_dir`` and return the verdicts of all sessions of the suite."""
+    """Run every session not yet finished in ``run_dir`` and return the verdicts of all sessions of the suite.
+
+    ``simulator`` answers the calls of sessions whose environment is model-simulated (free mode).
+    """
     run_dir.mkdir(parents=True, exist_ok=True)
     config_path = run_dir / "config.json"
     if resume:
@@ -165,6 +174,11 @@ async def run_suite(
     unknown = [sid for sid in done if suite.session(sid) is None]
     if unknown:
         raise ConfigError(f"{run_dir} holds sessions that are not in the suite: {unknown[:3]}")
+    if (
+        config.history is HistoryMode.FREE
+    ):  # a missing environment or simulator is a setup error: say it before any call
+        for ref in sorted({s.environment for s in suite.sessions if s.environment}):
+            get_environment(ref, simulator=simulator, base_dir=Path(config.suite).parent)
     progress = RunProgress(total=len(suite.sessions))
     verdicts: dict[str, SessionVerdict] = {}
 
@@ -198,7 +212,7 @@ async def run_suite(
 
         async def worker(session: Session) -> None:
             async with limit:
-                traj = await _run_one(session, agent, config)
+                traj = await _run_one(session, agent, config, simulator)
             append_trajectory(handle, traj)
             account(score_session(session, traj, mode=config.mode), traj)
 

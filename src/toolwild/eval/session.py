@@ -21,7 +21,7 @@ from toolwild.core.task import NodeKind
 from toolwild.core.tool import Effect
 from toolwild.core.trajectory import Step, TaskTrajectory, ToolCall, Trajectory, state_digest
 from toolwild.core.verdict import ScoringMode
-from toolwild.envs.base import EnvironmentBackend, Episode, Observation, ToolError, ToolErrorKind, diff_states
+from toolwild.envs.base import EnvironmentBackend, Episode, Observation, ToolErrorKind, diff_states
 from toolwild.eval.agents.base import Agent, AgentContext
 from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.scoring.session import api_parameters
@@ -41,16 +41,13 @@ def _wrote(observation: Observation) -> bool:
     return observation.ok or (observation.error is not None and observation.error.kind is ToolErrorKind.DUPLICATE)
 
 
-def _execute(episode: Episode, call: ToolCall) -> Observation:
+async def _execute(episode: Episode, call: ToolCall) -> Observation:
     """Run one of the agent's calls on the environment (unparseable arguments are the agent's error to see)."""
     try:
         arguments = json.loads(call.arguments)
     except json.JSONDecodeError as exc:
-        return Observation(
-            ok=False,
-            error=ToolError(kind=ToolErrorKind.INVALID_ARGUMENTS, message=f"arguments are not JSON: {exc.msg}"),
-        )
-    return episode.call(call.name, arguments if isinstance(arguments, dict) else {"_": arguments})
+        return Observation.failure(ToolErrorKind.INVALID_ARGUMENTS, f"arguments are not JSON: {exc.msg}")
+    return await episode.acall(call.name, arguments if isinstance(arguments, dict) else {"_": arguments})
 
 
 class HistoryMode(StrEnum):
@@ -189,7 +186,7 @@ async def _run_tasks(
                     call.id = call_id
             steps.append(step)
             if episode is not None and step.tool_calls:
-                observed = [_execute(episode, call) for call in step.tool_calls]
+                observed = [await _execute(episode, call) for call in step.tool_calls]
                 writes += sum(
                     1 for c, o in zip(step.tool_calls, observed, strict=True) if c.name in write_tools and _wrote(o)
                 )

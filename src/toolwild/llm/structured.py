@@ -8,6 +8,7 @@ model sees its reply and the validation error and tries again, a bounded number 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -16,9 +17,10 @@ from toolwild.errors import StructuredOutputError
 from toolwild.llm.client import LLM
 from toolwild.llm.types import ChatRequest
 
-__all__ = ["generate_structured"]
+__all__ = ["InvalidReply", "generate_checked", "generate_structured"]
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 
 def _short(exc: ValidationError, limit: int = 5) -> str:
@@ -57,7 +59,52 @@ async def generate_structured(
     Raises:
         StructuredOutputError: no valid reply within ``max_attempts``.
     """
-    schema = output_type.model_json_schema()
+
+    def check(text: str) -> M:
+        try:
+            return _validate(output_type, text)
+        except ValidationError as exc:
+            raise InvalidReply(_short(exc)) from None
+
+    return await generate_checked(
+        llm,
+        messages,
+        output_type.model_json_schema(),
+        check,
+        name=output_type.__name__,
+        role=role,
+        max_attempts=max_attempts,
+        temperature=temperature,
+        seed=seed,
+        max_tokens=max_tokens,
+    )
+
+
+class InvalidReply(ValueError):
+    """Raised by a reply check: the message (a few ``- where: what`` lines) is shown to the model to fix."""
+
+
+async def generate_checked(
+    llm: LLM,
+    messages: list[dict[str, Any]],
+    schema: dict[str, Any],
+    check: Callable[[str], T],
+    *,
+    name: str = "reply",
+    role: str = "generator",
+    max_attempts: int = 3,
+    temperature: float = 0.0,
+    seed: int = 0,
+    max_tokens: int | None = 1024,
+) -> T:
+    """Ask for JSON of ``schema`` and return ``check(text)``; a reply ``check`` rejects is fed back and retried.
+
+    Why a check beyond the schema: some rules cannot be said in JSON Schema (a state patch must apply to the
+    current state, a read tool must not write). The model sees its reply and exactly what was wrong with it.
+
+    Raises:
+        StructuredOutputError: no reply passed ``check`` within ``max_attempts``.
+    """
     conversation = list(messages)
     last_text: str | None = None
     for attempt in range(1, max_attempts + 1):
@@ -71,11 +118,11 @@ async def generate_structured(
         completion = await llm.complete(request, role=role)
         last_text = completion.text or ""
         try:
-            return _validate(output_type, last_text)
-        except ValidationError as exc:
+            return check(last_text)
+        except InvalidReply as exc:
             if attempt == max_attempts:
                 raise StructuredOutputError(
-                    f"{output_type.__name__}: no valid reply after {attempt} attempts; last error:\n{_short(exc)}",
+                    f"{name}: no valid reply after {attempt} attempts; last error:\n{exc}",
                     last_reply=last_text,
                     attempts=attempt,
                 ) from None
@@ -84,8 +131,7 @@ async def generate_structured(
                 {"role": "assistant", "content": last_text},
                 {
                     "role": "user",
-                    "content": "That reply does not match the required JSON Schema:\n"
-                    f"{_short(exc)}\nReply again with one JSON object that matches the schema.",
+                    "content": f"That reply is not valid:\n{exc}\nReply again with one JSON object that fixes this.",
                 },
             ]
     raise StructuredOutputError("unreachable", last_reply=last_text, attempts=max_attempts)  # pragma: no cover

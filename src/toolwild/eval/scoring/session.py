@@ -85,9 +85,13 @@ def _write_tools(session: Session) -> set[str]:
     if isinstance(declared, list):
         return {str(n) for n in declared}
     if session.environment:
-        from toolwild.envs.registry import get_environment
+        from toolwild.envs.registry import environment_tools
+        from toolwild.errors import ConfigError
 
-        return {t.name for t in get_environment(session.environment).tools if t.effect is Effect.WRITE}
+        try:
+            return {t.name for t in environment_tools(session.environment) if t.effect is Effect.WRITE}
+        except ConfigError:  # an environment file not found from here: the suite's own tool list still says it
+            pass
     return {t.name for t in session.tools if t.effect is Effect.WRITE}
 
 

@@ -1,0 +1,104 @@
+"""Deterministic JSON-Schema checks of tool arguments and results, before and after any model is involved.
+
+Why not the scoring layer's schema check: that one reproduces WildToolBench's rules exactly (a boolean passes an
+integer check, ``float`` is a type), because scores must match the published harness. An environment instead
+behaves like a real service validating a request: standard JSON Schema (draft 2020-12, formats checked where a
+checker exists), every violation reported at once with its path, so an agent can fix all of them in one retry.
+
+Imported schemas are not always valid JSON Schema (WildToolBench's ``float`` type, SynthTools' per-property
+``required`` flags, ``"default": "None"``); :func:`normalize_schema` maps them to what they mean before
+validation, without touching the tool's own (published) schema.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+__all__ = ["normalize_schema", "schema_errors"]
+
+_TYPE_ALIASES = {"float": "number", "double": "number", "int": "integer", "bool": "boolean", "str": "string"}
+_JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object", "null"})
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")
+_SUBSCHEMA_ONE = ("items", "additionalProperties", "not", "contains")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_MAX_ERRORS = 20
+
+
+def _normal_type(value: Any) -> Any:
+    """A type keyword with aliases resolved; None when nothing valid remains (the constraint is dropped)."""
+    names = value if isinstance(value, list) else [value]
+    mapped = [_TYPE_ALIASES.get(n, n) for n in names if isinstance(n, str)]
+    kept = [n for n in mapped if n in _JSON_TYPES]
+    if not kept:
+        return None
+    return kept if isinstance(value, list) else kept[0]
+
+
+def normalize_schema(schema: Any) -> Any:
+    """The JSON Schema an imported schema means (a new object; the input is not changed).
+
+    Type aliases become JSON types (``float`` -> ``number``), unknown type names drop the type constraint rather
+    than reject every value, a ``required`` that is not a list is removed (it is a per-property flag from a
+    non-standard format), and ``default`` is dropped (annotation only, and often of the wrong type).
+    """
+    if not isinstance(schema, dict):
+        return schema if isinstance(schema, bool) else {}
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "type":
+            normal = _normal_type(value)
+            if normal is not None:
+                out[key] = normal
+        elif key == "required":
+            if isinstance(value, list):
+                out[key] = [v for v in value if isinstance(v, str)]
+        elif key == "default":
+            continue
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: normalize_schema(sub) for name, sub in value.items()}
+        elif key in _SUBSCHEMA_ONE and isinstance(value, dict | bool):
+            out[key] = normalize_schema(value)
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [normalize_schema(sub) for sub in value]
+        else:
+            out[key] = value
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _validator(schema_text: str) -> Draft202012Validator | None:
+    """A compiled validator per distinct schema (tools are called many times; compiling once matters)."""
+    schema = normalize_schema(json.loads(schema_text))
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError:
+        return None
+    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+def _where(path: Any) -> str:
+    parts = [f"[{p}]" if isinstance(p, int) else f".{p}" for p in path]
+    return ("$" + "".join(parts)) if parts else "$"
+
+
+def schema_errors(schema: dict[str, Any] | None, value: Any) -> list[str]:
+    """Every violation of ``schema`` by ``value``, as ``"$.path: message"`` lines sorted by path (empty = valid).
+
+    A schema that is still not valid JSON Schema after normalisation constrains nothing (we cannot tell a caller
+    what is wrong with their request against a rule that has no meaning); the environment lint reports such tools.
+    """
+    if not schema:
+        return []
+    validator = _validator(json.dumps(schema, sort_keys=True, default=str))
+    if validator is None:
+        return []
+    errors = sorted(validator.iter_errors(value), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    lines = [f"{_where(e.absolute_path)}: {e.message}" for e in errors[:_MAX_ERRORS]]
+    if len(errors) > _MAX_ERRORS:
+        lines.append(f"... and {len(errors) - _MAX_ERRORS} more")
+    return lines
