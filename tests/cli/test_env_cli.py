@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
+import time
+from pathlib import Path
 
+import pytest
+from fake_openai import FakeOpenAI, Reply
 from typer.testing import CliRunner
 
 from toolwild.cli.main import app
@@ -49,3 +55,108 @@ def test_suite_ledger_writes_a_valid_suite(tmp_path):
     again = tmp_path / "again.jsonl"
     run("suite", "ledger", "--out", str(again), "--sessions", "8", "--seed", "3")
     assert again.read_bytes() == out.read_bytes()
+
+
+# ------------------------------------------------------------------ environment files (replay and llm)
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+needs_fixtures = pytest.mark.skipif(not SHARED.exists(), reason="shared fixtures not present")
+
+
+@needs_fixtures
+def test_import_wtb_envs_then_call_a_recorded_tool(tmp_path):
+    suite = SHARED / "wildtoolbench" / "sessions_0_4.reconstructed.jsonl"
+    result = run("import", "wtb-envs", str(suite), "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    env_file = tmp_path / "wtb-session-wild_tool_bench_0.env.json"
+    args = '{"city": "Chicago", "startDate": "2024-07-13", "endDate": "2024-07-14"}'
+    answer = run("env", "call", str(env_file), "getCityForecast", "--args", args)
+    assert answer.exit_code == 0 and json.loads(answer.output)["ok"] is True
+    other = run("env", "call", str(env_file), "getCityForecast", "--args", '{"city": "Oslo"}')
+    assert json.loads(other.output)["error"]["kind"] in ("no_recording", "invalid_arguments")
+    tools_only = run("import", "wtb-envs", str(SHARED / "wildtoolbench" / "tools_en.jsonl"), "--out", str(tmp_path))
+    assert tools_only.exit_code == 1 and "use --backend llm" in tools_only.output
+
+
+@needs_fixtures
+def test_import_synthtools_envs_and_call_one_through_an_openai_compatible_simulator(tmp_path):
+    tarball = SHARED / "synthtools" / "tool_content.tar.gz"
+    result = run("import", "synthtools", str(tarball), "--envs-out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert len(list(tmp_path.glob("*.env.json"))) == 573
+    env_file = tmp_path / "ecommerce_and_retail_tool_spec_43.env.json"
+    env = json.loads(env_file.read_text())
+    tool = next(t for t in env["tools"] if t["name"] == "Refund_Calculator")
+
+    # schema errors are answered without any model (none is reachable here)
+    bad = run(
+        "env",
+        "call",
+        str(env_file),
+        "Refund_Calculator",
+        "--args",
+        '{"nope": 1}',
+        "--model",
+        "openai:m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+    )
+    assert bad.exit_code == 0 and json.loads(bad.output)["error"]["kind"] == "invalid_arguments"
+
+    # a valid call goes to the simulator model (a fake OpenAI server on loopback) and its reply is validated
+    reply = {"result": {name: _example(spec) for name, spec in tool["returns"]["properties"].items()}, "patch": []}
+    # its contract has error modes, so a precondition check comes first
+    fake = FakeOpenAI(
+        lambda body: Reply(text='{"holds": true}' if '"holds"' in json.dumps(body) else json.dumps(reply))
+    )
+    with _serving(fake) as base_url:
+        args = {
+            name: _example(spec)
+            for name, spec in tool["parameters"]["properties"].items()
+            if name in tool["parameters"].get("required", [])
+        }
+        ok = run(
+            "env",
+            "call",
+            str(env_file),
+            "Refund_Calculator",
+            "--args",
+            json.dumps(args),
+            "--model",
+            "openai:sim",
+            "--base-url",
+            base_url,
+            "--cache",
+            str(tmp_path / "c.sqlite"),
+        )
+    assert ok.exit_code == 0, ok.output
+    observation = json.loads(ok.output)
+    assert observation["ok"] is True and observation["result"] == reply["result"]
+    assert len(fake.requests) == 2 and "Refund_Calculator" in fake.requests[-1]["messages"][-1]["content"]
+
+
+def _example(schema: dict):
+    """A value of a (SynthTools) schema's type, good enough to pass validation."""
+    kind = schema.get("type")
+    if "enum" in schema:
+        return schema["enum"][0]
+    if kind == "array":
+        return [_example(schema.get("items", {}))] * max(1, schema.get("minItems", 1))
+    return {"string": "x", "number": 1.5, "integer": 1, "boolean": True, "object": {}}.get(kind, "x")
+
+
+@contextlib.contextmanager
+def _serving(app):
+    """Serve an ASGI app with uvicorn in a thread (the CLI runs its own event loop in this one)."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.should_exit = True
+        thread.join(5)

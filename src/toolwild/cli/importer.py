@@ -7,6 +7,7 @@ when a simulator or an agent trips over them. The lead CLI mounts :data:`import_
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
@@ -16,6 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from toolwild.core.environment import BackendKind
+from toolwild.core.formats.environment import ENV_SUFFIX, write_environment
 from toolwild.core.formats.synthtools import (
     LintCode,
     LintFinding,
@@ -23,6 +26,9 @@ from toolwild.core.formats.synthtools import (
     load_synthtools_dir,
     write_tools_jsonl,
 )
+from toolwild.core.formats.synthtools_envs import environments_from_synthtools, load_synthtools_meta
+from toolwild.core.formats.wtb_envs import environment_from_session, environments_from_tool_lists
+from toolwild.core.tool import Tool
 from toolwild.errors import DataError
 
 __all__ = ["import_app"]
@@ -68,6 +74,14 @@ def _skipped_table(skipped: list[SkippedFile]) -> Table:
     return table
 
 
+def _write_synthtools_envs(source: Path, tools: list[Tool], directory: Path) -> int:
+    """One environment file per SynthTools spec; returns how many were written."""
+    environments = environments_from_synthtools(tools, load_synthtools_meta(source))
+    for environment in environments:
+        write_environment(environment, directory / f"{environment.id}{ENV_SUFFIX}")
+    return len(environments)
+
+
 @import_app.command("synthtools")
 def synthtools(
     source: Annotated[
@@ -81,14 +95,23 @@ def synthtools(
         ),
     ],
     out: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             "--out",
             "-o",
             dir_okay=False,
             help="Destination JSONL file, one Tool per line (replaced atomically; its directory must exist).",
         ),
-    ],
+    ] = None,
+    envs_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--envs-out",
+            file_okay=False,
+            help="Also write one model-simulated environment per spec here (<spec>.env.json, seed data included "
+            "where the release has it), for `toolwild env` and free-running evaluation.",
+        ),
+    ] = None,
     skip_invalid: Annotated[
         bool,
         typer.Option(
@@ -104,7 +127,10 @@ def synthtools(
     """
     console = Console()
     err = Console(stderr=True)
-    if not out.parent.is_dir():  # fail before reading thousands of files, not after
+    if out is None and envs_out is None:
+        err.print("[bold red]error:[/] give --out (tools JSONL), --envs-out (environment files) or both")
+        raise typer.Exit(1)
+    if out is not None and not out.parent.is_dir():  # fail before reading thousands of files, not after
         err.print(f"[bold red]error:[/] output directory {out.parent} does not exist", highlight=False)
         raise typer.Exit(1)
     progress = Progress(
@@ -132,14 +158,76 @@ def synthtools(
         err.print(f"[bold red]error:[/] no valid tool specs in {source} ({len(skipped):,} files skipped)")
         raise typer.Exit(1)
     try:
-        written = write_tools_jsonl(tools, out)
+        written = write_tools_jsonl(tools, out) if out is not None else 0
+        environments = _write_synthtools_envs(source, tools, envs_out) if envs_out is not None else 0
     except OSError as exc:
-        err.print(f"[bold red]error:[/] cannot write {out}: {exc.strerror or exc}", highlight=False)
+        err.print(f"[bold red]error:[/] cannot write: {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    except DataError as exc:
+        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
 
     console.print(f"files read:    {files_read:,}")
-    console.print(f"tools written: {written:,} -> {out}", highlight=False, soft_wrap=True)
+    if out is not None:
+        console.print(f"tools written: {written:,} -> {out}", highlight=False, soft_wrap=True)
+    if envs_out is not None:
+        console.print(f"environments:  {environments:,} -> {envs_out}", highlight=False, soft_wrap=True)
     console.print(f"files skipped: {len(skipped):,}")
     if skipped:
         console.print(_skipped_table(skipped))
     console.print(_lint_table(findings))
+
+
+def _first_value(path: Path) -> object:
+    """The first JSON line of a file, to tell a suite (objects) from a tool-list file (arrays)."""
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                try:
+                    return json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=path, line=number) from None
+    raise DataError("empty file", file=path)
+
+
+@import_app.command("wtb-envs")
+def wtb_envs(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            metavar="FILE",
+            exists=True,
+            dir_okay=False,
+            help="A WildToolBench-format suite (one session per line) or a tool-list file (tools_en.jsonl: one "
+            "JSON array of tools per line).",
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", file_okay=False, help="Directory for the *.env.json files.")],
+    backend: Annotated[
+        BackendKind,
+        typer.Option(help="replay = answer with the recorded observations (suites only); llm = model-simulated."),
+    ] = BackendKind.REPLAY,
+) -> None:
+    """Turn WildToolBench sessions or tool lists into environment files (one per session or line)."""
+    err = Console(stderr=True)
+    try:
+        if backend is BackendKind.PYTHON:
+            raise DataError("a WildToolBench tool list has no code: choose --backend replay or llm")
+        if isinstance(_first_value(source), list):
+            if backend is BackendKind.REPLAY:
+                raise DataError("a tool-list file has no recorded observations to replay: use --backend llm")
+            environments = environments_from_tool_lists(source)
+        else:
+            from toolwild.core.formats.wtb import load_wtb_suite
+
+            suite, _ = load_wtb_suite(source)
+            environments = [environment_from_session(s, backend) for s in suite.sessions]
+        for environment in environments:
+            write_environment(environment, out / f"{environment.id}{ENV_SUFFIX}")
+    except DataError as exc:
+        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    except OSError as exc:
+        err.print(f"[bold red]error:[/] cannot write: {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    Console().print(f"environments: {len(environments):,} ({backend.value}) -> {out}", highlight=False)

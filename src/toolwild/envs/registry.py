@@ -20,7 +20,14 @@ from toolwild.envs.simulated import SimulatedEnvironment
 from toolwild.errors import ConfigError
 from toolwild.llm.client import LLM
 
-__all__ = ["ENVIRONMENTS", "backend_for", "environment_tools", "get_environment", "resolve_environment_file"]
+__all__ = [
+    "ENVIRONMENTS",
+    "backend_for",
+    "describe_environment",
+    "environment_tools",
+    "get_environment",
+    "resolve_environment_file",
+]
 
 ENVIRONMENTS: dict[str, str] = {
     "ledger": "toolwild.envs.domains.ledger.environment:ledger_environment",
@@ -57,6 +64,11 @@ def _described(ref: str, base_dir: Path | None) -> Environment:
     if path not in _files:
         _files[path] = load_environment(path)
     return _files[path]
+
+
+def describe_environment(ref: str, *, base_dir: Path | None = None) -> Environment | None:
+    """The description in an environment file (None for a built-in, whose description is its code)."""
+    return None if ref in ENVIRONMENTS else _described(ref, base_dir)
 
 
 def environment_tools(ref: str, *, base_dir: Path | None = None) -> list[Tool]:
