@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from fake_openai import FakeOpenAI, Reply
+from schema_examples import example_value
 from typer.testing import CliRunner
 
 from toolwild.cli.main import app
@@ -103,17 +104,13 @@ def test_import_synthtools_envs_and_call_one_through_an_openai_compatible_simula
     assert bad.exit_code == 0 and json.loads(bad.output)["error"]["kind"] == "invalid_arguments"
 
     # a valid call goes to the simulator model (a fake OpenAI server on loopback) and its reply is validated
-    reply = {"result": {name: _example(spec) for name, spec in tool["returns"]["properties"].items()}, "patch": []}
+    reply = {"result": {name: example_value(spec) for name, spec in tool["returns"]["properties"].items()}, "patch": []}
     # its contract has error modes, so a precondition check comes first
     fake = FakeOpenAI(
         lambda body: Reply(text='{"holds": true}' if '"holds"' in json.dumps(body) else json.dumps(reply))
     )
     with _serving(fake) as base_url:
-        args = {
-            name: _example(spec)
-            for name, spec in tool["parameters"]["properties"].items()
-            if name in tool["parameters"].get("required", [])
-        }
+        args = example_value(tool["parameters"])
         ok = run(
             "env",
             "call",
@@ -132,16 +129,6 @@ def test_import_synthtools_envs_and_call_one_through_an_openai_compatible_simula
     observation = json.loads(ok.output)
     assert observation["ok"] is True and observation["result"] == reply["result"]
     assert len(fake.requests) == 2 and "Refund_Calculator" in fake.requests[-1]["messages"][-1]["content"]
-
-
-def _example(schema: dict):
-    """A value of a (SynthTools) schema's type, good enough to pass validation."""
-    kind = schema.get("type")
-    if "enum" in schema:
-        return schema["enum"][0]
-    if kind == "array":
-        return [_example(schema.get("items", {}))] * max(1, schema.get("minItems", 1))
-    return {"string": "x", "number": 1.5, "integer": 1, "boolean": True, "object": {}}.get(kind, "x")
 
 
 @contextlib.contextmanager

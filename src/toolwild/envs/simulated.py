@@ -67,16 +67,56 @@ def _compact(value: Any, limit: int = _MAX_CONTEXT_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 15] + "...(truncated)"
 
 
+_POINTER = r'^(/[^/"\\]{1,40}){1,6}$'
+"""A JSON pointer below the root (keys up to 40 characters, 6 levels): as a grammar it keeps small models from
+writing ``"path": "add"``; real states are shallower."""
+_PATCH_OP_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "op": {"enum": ["add", "remove", "replace", "move", "copy", "test", "increment"]},
+        "path": {"type": "string", "pattern": _POINTER},
+        "value": {},
+        "from": {"type": "string", "pattern": _POINTER},
+    },
+    "required": ["op", "path"],
+    "additionalProperties": False,
+}
+"""Written out rather than generated from :class:`PatchOp`: grammar converters (llama.cpp's) reject the
+annotations pydantic adds (``default``/``title`` on an any-value)."""
+
+
+_MAX_STRING = 160
+_MAX_ITEMS = 12
+
+
+def _bounded(schema: Any) -> Any:
+    """A copy of a schema where every string and array has a length bound.
+
+    Why: the reply format is also a decoding grammar for local models, and a small model constrained to "any
+    string" or "any array" can run until ``max_tokens`` cuts the JSON. A simulated answer never needs a 160-character
+    field or a dozen list entries, so the bounds cost nothing; the result is still validated against the tool's own
+    output schema.
+    """
+    if isinstance(schema, list):
+        return [_bounded(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _bounded(v) for k, v in schema.items()}
+    types = out.get("type") if isinstance(out.get("type"), list) else [out.get("type")]
+    if "string" in types and "maxLength" not in out and "enum" not in out and "format" not in out:
+        out["maxLength"] = _MAX_STRING
+    if "array" in types and "maxItems" not in out:
+        out["maxItems"] = max(_MAX_ITEMS, int(out.get("minItems", 0) or 0))
+    return out
+
+
 def _response_schema(tool: Tool) -> dict[str, Any]:
     """The JSON Schema of a reply: the result (of the tool's output schema), and a patch unless the tool reads."""
-    result = normalize_schema(tool.returns) if tool.returns else {}
+    result = _bounded(normalize_schema(tool.returns)) if tool.returns else {}
     properties: dict[str, Any] = {"result": result}
     required = ["result"]
     if tool.effect is not Effect.READ:
-        op = PatchOp.model_json_schema(by_alias=True)
-        op.pop("title", None)
-        op.pop("description", None)
-        properties["patch"] = {"type": "array", "items": op}
+        properties["patch"] = {"type": "array", "items": _PATCH_OP_SCHEMA, "maxItems": _MAX_ITEMS}
         required.append("patch")
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
@@ -145,7 +185,7 @@ class SimulatedEpisode(Episode):
         try:
             observation = await self._simulate(tool, arguments)
         except StructuredOutputError as exc:
-            observation = Observation.failure(ToolErrorKind.SIMULATION_FAILED, str(exc).splitlines()[0])
+            observation = Observation.failure(ToolErrorKind.SIMULATION_FAILED, " ".join(str(exc).split()))
         self._remember(name, arguments, observation)
         return observation
 

