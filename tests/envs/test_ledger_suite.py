@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 
@@ -142,3 +143,39 @@ def test_generation_does_not_depend_on_hash_seed(suite):
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, timeout=120)
     assert out.stdout.splitlines() == _records(suite)[:8]
+
+
+@pytest.fixture(scope="module")
+def published():
+    return build_ledger_suite(256, seed=0, like_published=True)
+
+
+def test_like_published_design(published):
+    """Every ordering of the four coarse types once: 256 tasks per type, transition buckets 4/36/108/108."""
+    orderings = [tuple(t.type.coarse for t in s.tasks) for s in published.sessions]
+    assert len(set(orderings)) == 256
+    coarse = Counter(c for o in orderings for c in o)
+    assert sorted(coarse.values()) == [256, 256, 256, 256]
+    assert summarize_suite(published).transitions == {0: 4, 1: 36, 2: 108, 3: 108}
+    for session in published.sessions:  # subtype labels checked against what each task leans on
+        for i, (task, ref) in enumerate(zip(session.tasks, session.extra["ledger_refs"], strict=True)):
+            if task.subtype is TurnSubtype.LONG_RANGE:
+                assert ref is not None and ref <= i - 2, (session.id, i)
+            elif task.subtype is TurnSubtype.COREFERENTIAL:
+                assert ref == i - 1, (session.id, i)
+
+
+def test_like_published_oracle_and_replay(published):
+    """The oracle scores 100% (wtb mode) and every gold call replays to its recorded observation and state."""
+    for session in published.sessions:
+        verdict = score_session(session, oracle_trajectory(session), mode=ScoringMode.WTB)
+        assert all(t.label == "correct" for t in verdict.tasks), session.id
+        episode = LedgerEpisode(seed=session.extra["ledger_seed"])
+        try:
+            for task in session.tasks:
+                for node in task.call_nodes:
+                    observation = episode.call(node.name, node.action.arguments)
+                    assert observation.model_dump(mode="json", include={"ok", "result"}) == node.observation
+                assert episode.state() == task.expected_state
+        finally:
+            episode.close()

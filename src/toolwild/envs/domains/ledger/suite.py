@@ -36,7 +36,7 @@ from toolwild.envs.domains.ledger.tasks.scenario import (
 from toolwild.envs.domains.ledger.tasks.single import single_options
 from toolwild.envs.domains.ledger.tools import LedgerEpisode
 
-__all__ = ["build_ledger_suite", "ledger_seed_for", "write_ledger_suite"]
+__all__ = ["build_ledger_suite", "ledger_seed_for", "published_patterns", "write_ledger_suite"]
 
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _OPTIONS: dict[CoarseType, Callable[[Context], list[Option]]] = {
@@ -192,11 +192,14 @@ def _fill(pattern: tuple[CoarseType, ...], ctx: Context, balancer: _Balancer) ->
     return tasks, chosen
 
 
-def _build_session(index: int, seed: int, balancer: _Balancer, tools: list[Tool]) -> Session:
+def _build_session(
+    index: int, seed: int, balancer: _Balancer, tools: list[Tool], fixed: tuple[CoarseType, ...] | None = None
+) -> Session:
+    """One session; ``fixed`` forces its pattern of coarse types (retries then vary the templates, not the pattern)."""
     rng = random.Random(f"toolwild-ledger-suite:{seed}:{index}")
     ledger_seed = ledger_seed_for(seed, index)
     bucket = _BUCKET_CYCLE[index % len(_BUCKET_CYCLE)]
-    patterns = [p for p in _PATTERNS if _transitions(p) == bucket]
+    patterns = [fixed] if fixed is not None else [p for p in _PATTERNS if _transitions(p) == bucket]
     failures: list[str] = []
     for _attempt in range(_MAX_ATTEMPTS):
         pattern = rng.choice(patterns)
@@ -228,27 +231,44 @@ def _build_session(index: int, seed: int, balancer: _Balancer, tools: list[Tool]
     raise GenerationError(f"session {index}: no pattern could be filled ({'; '.join(failures)})")
 
 
-def build_ledger_suite(n_sessions: int = 64, *, seed: int = 0) -> Suite:
+def published_patterns(seed: int = 0) -> list[tuple[CoarseType, ...]]:
+    """The published design: each of the 4^4 orderings of {single, multi, clarify, chat} once, in a seeded order.
+
+    Per 256 sessions this gives 256 tasks of each coarse type and transition buckets 4/36/108/108 (sessions with
+    0/1/2/3 adjacent type changes: 4 x C(3, k) x 3^k).
+    """
+    patterns = list(_PATTERNS)
+    random.Random(f"toolwild-ledger-published:{seed}").shuffle(patterns)
+    return patterns
+
+
+def build_ledger_suite(n_sessions: int = 64, *, seed: int = 0, like_published: bool = False) -> Suite:
     """Generate ``n_sessions`` four-task sessions over seeded ledgers (deterministic for a given ``seed``).
 
     Args:
         n_sessions: how many sessions.
         seed: the suite seed; session ``i`` uses the ledger of seed ``seed * 10000 + i``.
+        like_published: use every ordering of the four coarse types once per 256 sessions (the published design,
+            see :func:`published_patterns`) instead of the default transition-bucket cycle.
     """
     tools = LedgerEpisode.tool_specs()
     balancer = _Balancer()
-    sessions = [_build_session(i, seed, balancer, tools) for i in range(n_sessions)]
+    fixed = published_patterns(seed) if like_published else None
+    sessions = [
+        _build_session(i, seed, balancer, tools, fixed[i % len(fixed)] if fixed else None) for i in range(n_sessions)
+    ]
     return Suite(name="ledger", version="1", source=f"toolwild.envs.domains.ledger seed={seed}", sessions=sessions)
 
 
-def write_ledger_suite(path: str | Path, n_sessions: int = 64, seed: int = 0) -> Suite:
+def write_ledger_suite(path: str | Path, n_sessions: int = 64, seed: int = 0, like_published: bool = False) -> Suite:
     """Generate the suite and write it as WildToolBench JSONL; returns the suite.
 
     Args:
         path: the JSONL file to write.
         n_sessions: how many sessions.
         seed: the suite seed.
+        like_published: the published design of type orderings (see :func:`build_ledger_suite`).
     """
-    suite = build_ledger_suite(n_sessions, seed=seed)
+    suite = build_ledger_suite(n_sessions, seed=seed, like_published=like_published)
     write_wtb_suite(suite, path)
     return suite

@@ -174,9 +174,48 @@ def _explain_salient(ctx: Context) -> list[Option]:
     return out
 
 
+_ROOTS_ANSWER = (
+    "Beancount has five kinds: Assets (what you have), Liabilities (what you owe), Income (where money comes from), "
+    "Expenses (where it goes) and Equity (the opening balances). Every transaction moves money between them and "
+    "sums to zero."
+)
+
+
+def _follow_ups(ctx: Context) -> list[Option]:
+    """Questions about the account the previous task was about: they keep runs of chat turns possible (the
+    published design puts up to four chats in a row) while still leaning on that turn (coreference)."""
+    task = ctx.position - 1
+    account = ctx.salient.get(task)
+    if ctx.position == 0 or account is None:
+        return []
+    fix = (
+        f"Tell me which entry and what is wrong (amount, date or category) and I'll amend it in place; the ledger "
+        f"is checked with beancount before the change to {account} is saved, so a mistake cannot slip in."
+    )
+    roots = _option(
+        "account_kinds",
+        "And what other kinds of accounts are there besides that one?",
+        "coref",
+        task,
+        _answer(ctx, _ROOTS_ANSWER, account),
+        key=("roots",),
+        weight=0.5,
+    )
+    fixing = _option(
+        "how_to_fix",
+        ctx.pick(["If I spot a wrong entry there, how do I get it fixed?", "What if one of those entries is wrong?"]),
+        "coref",
+        task,
+        _answer(ctx, fix, account),
+        key=("fix", account),
+        weight=0.5,
+    )
+    return [roots, fixing]
+
+
 def chat_options(ctx: Context) -> list[Option]:
     """Every Chat task that fits the conversation so far."""
     out: list[Option] = []
-    for make in (_concepts, _category_check, _confirm_write, _recall, _explain_salient):
+    for make in (_concepts, _category_check, _confirm_write, _recall, _explain_salient, _follow_ups):
         out.extend(make(ctx))
     return out

@@ -608,6 +608,46 @@ def _write_then_two(ctx: Context) -> list[Option]:
     return out
 
 
+def _salient_compare(ctx: Context) -> list[Option]:
+    """The other always-available follow-up: the account an earlier task was about next to a sibling account."""
+    out = []
+    for task, account in sorted(ctx.salient.items()):
+        close = task == ctx.position - 1
+        if not close and task != 0:
+            continue
+        mode: Mode = "coref" if close else "long"
+        if account in _CATEGORIES:
+            other = next(
+                c for c in _CATEGORIES if c != account and not account.startswith(c) and not c.startswith(account)
+            )
+            period = this_month(ctx.today)
+            label = "that" if close else "the category from my first question"
+            text = f"How does {label} compare with {nick(other)} so far this month?"
+
+            def build(rec: Recorder, account: str = account, other: str = other, period: Period = period) -> str:
+                first = _record_spend(ctx, rec, period, account)[1]
+                second = _record_spend(ctx, rec, period, other)[1]
+                ctx.salient[ctx.position] = account
+                return f"{first} {second}"
+
+        elif account in _BANK:
+            other = CHECKING if account != CHECKING else SAVINGS
+            label = "that account" if close else "the account from my first question"
+            text = f"Put {label} next to {the_nick(other)}: what are both at right now?"
+
+            def build(rec: Recorder, account: str = account, other: str = other) -> str:
+                sentences = [_record_balance(ctx, rec, a)[1] for a in (account, other)]
+                ctx.salient[ctx.position] = account
+                return " ".join(sentences)
+
+        else:
+            continue
+        out.append(
+            _option(TaskType.PARALLEL, "salient_compare", text, mode, task, build, key=("compare", account), weight=0.3)
+        )
+    return out
+
+
 def multi_options(ctx: Context) -> list[Option]:
     """Every multi-tool task (Parallel, Sequential, Mixed) that fits the conversation so far."""
     out: list[Option] = []
@@ -628,4 +668,5 @@ def multi_options(ctx: Context) -> list[Option]:
         out.extend(make(ctx))
     if ctx.position > 0:
         out.extend(_salient_pair(ctx))
+        out.extend(_salient_compare(ctx))
     return out

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from toolwild.core.task import ANSWER_ACTION, ASK_ACTION, Action, GoldNode, TaskType, TurnSubtype
 from toolwild.envs.domains.ledger.tasks.catalog import FINDABLE_PAYEES
 from toolwild.envs.domains.ledger.tools import LedgerEpisode
+from toolwild.errors import ToolwildError
 
 __all__ = [
     "Context",
@@ -34,7 +35,7 @@ Mode = Literal["first", "coref", "partial", "long"]
 detail the context supplies, or an explicit reference to something two or more tasks back."""
 
 
-class GenerationError(RuntimeError):
+class GenerationError(ToolwildError):
     """A gold call failed while recording (a bug in a template, never a property of the data)."""
 
 

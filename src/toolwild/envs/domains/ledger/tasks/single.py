@@ -185,6 +185,30 @@ def _spend_build(ctx: Context, period: Any, category: str) -> Any:
     return build
 
 
+def _salient_history(ctx: Context) -> list[Option]:
+    """Another always-available follow-up: where the account an earlier task was about stood a month ago."""
+    out = []
+    for task, account in sorted(ctx.salient.items()):
+        close = task == ctx.position - 1
+        if ":" not in account or account.startswith(("Equity", "Income")) or not (close or task == 0):
+            continue
+        back = "" if close else "Going back to my first question: "
+        mode: Mode = "coref" if close else "long"
+        if account.startswith("Expenses"):
+            period = last_month(ctx.today)
+            text = f"{back}What did {'that' if close else 'that category'} come to last month?"
+            build = _spend_build(ctx, period, account)
+            key: tuple[Any, ...] = ("spend", account, period.start_iso, period.end_iso)
+        else:
+            month_end = last_month(ctx.today).end
+            it = "it" if close else "that account"
+            text = f"{back}And where did {it} stand at the end of {month_end_phrase(month_end)}?"
+            build = _balance_build(ctx, account, month_end.isoformat())
+            key = ("balance", account, month_end.isoformat())
+        out.append(_option("salient_history", text, mode, task, build, key=key, weight=0.3))
+    return out
+
+
 def _spending(ctx: Context) -> list[Option]:
     out = []
     if ctx.position == 0:
@@ -564,4 +588,5 @@ def single_options(ctx: Context) -> list[Option]:
         out.extend(make(ctx))
     if ctx.position > 0:
         out.extend(_salient_balance(ctx))
+        out.extend(_salient_history(ctx))
     return out
