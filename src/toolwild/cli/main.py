@@ -6,6 +6,7 @@ import typer
 
 from toolwild.cli.env import env_app
 from toolwild.cli.eval import eval_command
+from toolwild.cli.export import export_command
 from toolwild.cli.importer import import_app
 from toolwild.cli.model import model_app
 from toolwild.cli.score import score
@@ -22,6 +23,7 @@ app = typer.Typer(
 app.command("validate")(validate)
 app.command("score")(score)
 app.command("eval")(eval_command)
+app.command("export")(export_command)
 app.add_typer(model_app, name="model")
 app.add_typer(env_app, name="env")
 app.add_typer(suite_app, name="suite")
