@@ -30,6 +30,14 @@ def validate(
         bool,
         typer.Option("--oracle-check/--no-oracle-check", help="Score the gold path in both modes (100% expected)."),
     ] = True,
+    replay: Annotated[
+        bool,
+        typer.Option(
+            "--replay/--no-replay",
+            help="Replay every session's gold calls on its environment (built-in or replay file): observations and "
+            "states must be the recorded ones.",
+        ),
+    ] = False,
 ) -> None:
     """Check a suite: counts, type/subtype distribution, malformed records and gold-DAG problems.
 
@@ -43,7 +51,9 @@ def validate(
             if isinstance(obj, dict) and isinstance(obj.get("id"), str):
                 line_of[obj["id"]] = number
         summary = summarize_suite(suite)
-        problems = validate_suite(suite, line_of=line_of, oracle_check=oracle_check)
+        problems = validate_suite(
+            suite, line_of=line_of, oracle_check=oracle_check, replay=replay, base_dir=suite_path.parent
+        )
 
     head = Table(title=f"{suite_path}", title_justify="left", show_header=False)
     head.add_row("sessions", str(summary.sessions))

@@ -36,7 +36,8 @@ ENVIRONMENTS: dict[str, str] = {
 """Environment id -> ``module:factory`` (a factory takes no arguments and returns an EnvironmentBackend)."""
 
 _builtin: dict[str, EnvironmentBackend] = {}
-_files: dict[Path, Environment] = {}
+_files: dict[tuple[Path, int, int], Environment] = {}
+"""Loaded files by (path, mtime, size): a file edited while the process runs is read again."""
 
 
 def _builtin_environment(env_id: str) -> EnvironmentBackend:
@@ -61,9 +62,11 @@ def _described(ref: str, base_dir: Path | None) -> Environment:
     if path is None:
         known = ", ".join(sorted(ENVIRONMENTS))
         raise ConfigError(f"unknown environment {ref!r}: not a built-in ({known}) and no such environment file")
-    if path not in _files:
-        _files[path] = load_environment(path)
-    return _files[path]
+    stat = path.stat()
+    key = (path, stat.st_mtime_ns, stat.st_size)
+    if key not in _files:
+        _files[key] = load_environment(path)
+    return _files[key]
 
 
 def describe_environment(ref: str, *, base_dir: Path | None = None) -> Environment | None:

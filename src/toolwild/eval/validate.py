@@ -1,5 +1,6 @@
-"""Checks of a suite beyond its format: gold DAGs that reference missing tools, asks without replies, and the
-oracle self-check (the gold path must score 100% in both modes)."""
+"""Checks of a suite beyond its format: gold DAGs that reference missing tools, asks without replies, the oracle
+self-check (the gold path must score 100% in both modes) and, on request, a replay of the gold calls on each
+session's environment (observations and states must be the recorded ones)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,22 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
+from typing import Any
 
-from toolwild.core.session import Suite
+from toolwild.core.environment import BackendKind
+from toolwild.core.session import Session, Suite
 from toolwild.core.task import NodeKind
 from toolwild.core.verdict import ScoringMode
+from toolwild.envs.base import Observation
+from toolwild.envs.registry import describe_environment, get_environment
+from toolwild.errors import ToolwildError
 from toolwild.eval.agents.oracle import oracle_trajectory
 from toolwild.eval.scoring.arguments import CORRECT, check_schema
 from toolwild.eval.scoring.session import api_parameters, score_session
+from toolwild.eval.session import environment_seed
 
-__all__ = ["Problem", "Severity", "SuiteSummary", "summarize_suite", "validate_suite"]
+__all__ = ["Problem", "Severity", "SuiteSummary", "replay_problems", "summarize_suite", "validate_suite"]
 
 _WTB_ID = re.compile(r"^wild_tool_bench_(\d+)$")
 
@@ -65,13 +73,70 @@ def summarize_suite(suite: Suite) -> SuiteSummary:
     return out
 
 
-def validate_suite(suite: Suite, *, line_of: dict[str, int] | None = None, oracle_check: bool = True) -> list[Problem]:
+def _recorded_form(observation: Observation, recorded: Any) -> Any:
+    """The observation in the shape the suite recorded it: ``{"ok", "result"}`` (toolwild domains) or the bare
+    result (imported recordings)."""
+    if isinstance(recorded, dict) and set(recorded) <= {"ok", "result", "error"} and "ok" in recorded:
+        return observation.model_dump(mode="json", include=set(recorded))
+    return observation.result if observation.ok else observation.model_dump(mode="json", include={"ok", "error"})
+
+
+def replay_problems(session: Session, *, where: str = "", base_dir: Path | None = None) -> list[Problem]:
+    """Replay the session's gold calls, in order, on a fresh episode of its environment: every observation must be
+    the recorded one and every task must leave the expected state.
+
+    Environments simulated by a model are not replayed (that needs a model; their recordings come from the
+    generation run's cache); a missing environment is an error.
+    """
+    where = where or session.id
+    if not session.environment:
+        return []
+    try:
+        described = describe_environment(session.environment, base_dir=base_dir)
+        if described is not None and described.backend is BackendKind.LLM:
+            return []
+        backend = get_environment(session.environment, base_dir=base_dir)
+    except ToolwildError as exc:
+        return [Problem(Severity.ERROR, where, f"environment {session.environment!r}: {exc}")]
+    problems: list[Problem] = []
+    episode = backend.reset(seed=environment_seed(session))
+    try:
+        for ti, task in enumerate(session.tasks):
+            for node in task.call_nodes:
+                observed = _recorded_form(episode.call(node.name, dict(node.action.arguments)), node.observation)
+                if observed != node.observation:
+                    problems.append(
+                        Problem(
+                            Severity.ERROR,
+                            f"{where} task {ti} node {node.idx}",
+                            f"replaying {node.name} gives {str(observed)[:160]}, not the recorded observation",
+                        )
+                    )
+            if task.expected_state is not None and episode.state() != task.expected_state:
+                problems.append(
+                    Problem(Severity.ERROR, f"{where} task {ti}", "gold calls do not reach the expected state")
+                )
+    finally:
+        episode.close()
+    return problems
+
+
+def validate_suite(
+    suite: Suite,
+    *,
+    line_of: dict[str, int] | None = None,
+    oracle_check: bool = True,
+    replay: bool = False,
+    base_dir: Path | None = None,
+) -> list[Problem]:
     """Everything wrong with a (well-formed) suite, most serious first.
 
     Args:
         suite: the loaded suite.
         line_of: session id -> 1-based line in the source file, to name lines in messages.
         oracle_check: also score the gold path in both modes (every task must be correct).
+        replay: also replay every session's gold calls on its environment (see :func:`replay_problems`).
+        base_dir: where relative environment-file references are resolved (the suite's folder).
     """
     problems: list[Problem] = []
     for session in suite.sessions:
@@ -101,7 +166,11 @@ def validate_suite(suite: Suite, *, line_of: dict[str, int] | None = None, oracl
                         status = check_schema(params[node.name], node.action.arguments)
                         if status != CORRECT:
                             problems.append(Problem(Severity.WARNING, nat, f"gold arguments fail the schema: {status}"))
-        if not oracle_check or any(p.severity is Severity.ERROR and p.where.startswith(where) for p in problems):
+        if any(p.severity is Severity.ERROR and p.where.startswith(where) for p in problems):
+            continue
+        if replay:
+            problems.extend(replay_problems(session, where=where, base_dir=base_dir))
+        if not oracle_check:
             continue
         for mode in ScoringMode:
             verdict = score_session(session, oracle_trajectory(session), mode=mode)
