@@ -11,6 +11,7 @@ from toolwild.cli.importer import import_app
 from toolwild.cli.model import model_app
 from toolwild.cli.score import score
 from toolwild.cli.suite import suite_app
+from toolwild.cli.synth import synth_app
 from toolwild.cli.validate import validate
 
 app = typer.Typer(
@@ -27,6 +28,7 @@ app.command("export")(export_command)
 app.add_typer(model_app, name="model")
 app.add_typer(env_app, name="env")
 app.add_typer(suite_app, name="suite")
+app.add_typer(synth_app, name="synth")
 
 app.add_typer(import_app, name="import", help="Import tools from other formats (SynthTools).")
 

@@ -1,0 +1,57 @@
+"""``toolwild synth``: generation steps (so far: deduplication of a tool corpus)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from toolwild.cli._common import console, handled_errors
+from toolwild.core.formats.synthtools import load_synthtools_dir, write_tools_jsonl
+from toolwild.synth.dedup import exact_dedup
+
+synth_app = typer.Typer(help="Generation steps.", no_args_is_help=True)
+
+
+@synth_app.command("dedup")
+def dedup(
+    source: Annotated[
+        Path,
+        typer.Argument(
+            metavar="SOURCE", exists=True, help="A SynthTools release: tool_content/ or tool_content.tar.gz."
+        ),
+    ],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the kept tools here (JSONL).")] = None,
+    report: Annotated[
+        Path | None, typer.Option(help="Write one JSON line per dropped tool (key, reason, duplicate_of).")
+    ] = None,
+) -> None:
+    """Exact deduplication: same normalised name within a field, or same normalised text anywhere.
+
+    Tools are visited in sorted source-id order; each drop names the kept tool it duplicates.
+    """
+    with handled_errors():
+        tools = load_synthtools_dir(source).tools
+        result = exact_dedup(tools)
+        if out is not None:
+            write_tools_jsonl(result.kept, out)
+        if report is not None:
+            tmp = report.with_name(report.name + ".tmp")
+            tmp.write_text(
+                "".join(
+                    json.dumps({"key": d.key, "reason": d.reason.value, "duplicate_of": d.duplicate_of}) + "\n"
+                    for d in result.dropped
+                ),
+                encoding="utf-8",
+            )
+            os.replace(tmp, report)
+    table = Table(title="Exact dedup", title_justify="left", show_header=False)
+    table.add_row("tools read", f"{len(tools):,}")
+    for reason, count in result.counts().items():
+        table.add_row(f"dropped: {reason}", f"{count:,}")
+    table.add_row("kept", f"{len(result.kept):,}", style="bold")
+    console.print(table)
