@@ -7,8 +7,9 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import httpx2
 import pytest
-from fake_openai import Delay, FakeOpenAI, FakeToolCall, HttpError, RawBody, Reply, fake_backend
+from fake_openai import FAKE_BASE_URL, Delay, FakeOpenAI, FakeToolCall, HttpError, RawBody, Reply, fake_backend
 
 from toolwild.errors import (
     ConfigError,
@@ -267,6 +268,52 @@ async def test_malformed_bodies(make: Callable[..., tuple[FakeOpenAI, OpenAIBack
     _, backend = make([RawBody(body)])
     with pytest.raises(MalformedResponseError):
         await backend.complete(ask())
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [("text/html", b"<html>gateway</html>"), ("application/json", b'{"choices": ['), ("application/json", b"")],
+    ids=["html", "truncated-json", "empty"],
+)
+async def test_non_json_bodies_are_malformed(content_type: str, body: bytes) -> None:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": content_type}, content=body)
+
+    backend = OpenAIBackend(
+        model="m", base_url=FAKE_BASE_URL, http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    )
+    try:
+        with pytest.raises(MalformedResponseError):
+            await backend.complete(ask())
+    finally:
+        await backend.aclose()
+
+
+async def test_injected_http_client_is_used_as_is_at_the_sdk_endpoint() -> None:
+    seen: list[str] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(str(request.url))
+        return httpx2.Response(200, json={"choices": [{"index": 0, "message": {"content": "hi"}}]})
+
+    http_client = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    backend = OpenAIBackend(model="m", base_url="http://fake/v1", http_client=http_client)
+    try:
+        assert backend._client._client is http_client
+        assert (await backend.complete(ask())).text == "hi"
+        assert seen == ["http://fake/v1/chat/completions"]
+    finally:
+        await backend.aclose()
+
+
+@pytest.mark.parametrize("base_url", ["http://h/v1", "http://h/v1/", "http://h:8000", "https://h/d?api-version=1"])
+async def test_endpoint_is_joined_exactly_as_the_sdk_joins_a_relative_path(base_url: str) -> None:
+    """The backend passes the SDK an absolute URL computed once; it must be the one the SDK would build itself."""
+    backend = OpenAIBackend(model="m", base_url=base_url)
+    try:
+        assert backend._endpoint == str(backend._client._prepare_url("/chat/completions"))
+    finally:
+        await backend.aclose()
 
 
 async def test_tool_call_without_name_is_malformed(make: Callable[..., tuple[FakeOpenAI, OpenAIBackend]]) -> None:

@@ -13,10 +13,12 @@ server text quoted in an error is scrubbed of it).
 from __future__ import annotations
 
 import asyncio
-import itertools
+import json
 import logging
 import os
 import time
+import urllib.parse
+import urllib.request
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -43,8 +45,6 @@ _DUMMY_KEY = "not-needed"
 _TRANSIENT_STATUSES = frozenset({408, 409, 429})
 _FINISH_REASONS: frozenset[str] = frozenset({"stop", "length", "tool_calls", "content_filter"})
 _MAX_SERVER_TEXT = 300
-_SHARD = 4
-"""Connections per HTTP pool; larger pools spend more CPU per request choosing a connection."""
 
 # How ``response_format`` is sent, from most to least demanding. A server that rejects one level (HTTP 400 naming
 # the feature) is asked again one level down, and the backend remembers the level for later calls.
@@ -131,29 +131,15 @@ class OpenAIBackend(Backend):
         self._rf_level = _RF_STRICT
         self._openai = openai
 
-        # httpx's pool scans every connection (with a socket check each) for every request, so one pool of 64
-        # connections costs more CPU per call than the call itself; shards of at most _SHARD connections, used in
-        # turn, keep that scan short. An injected client (tests) is used as the only shard.
         if http_client is None:
-            import httpx2
-
-            shards = max(1, -(-max_connections // _SHARD))
-            per_shard = -(-max_connections // shards)
-            clients = [
-                openai.DefaultAsyncHttpx2Client(
-                    timeout=httpx2.Timeout(self.timeout_s, connect=min(self.timeout_s, 10.0)),
-                    limits=httpx2.Limits(max_connections=per_shard, max_keepalive_connections=per_shard),
-                )
-                for _ in range(shards)
-            ]
-        else:
-            clients = [http_client]
-        self._clients: list[AsyncOpenAI] = [
-            openai.AsyncOpenAI(api_key=key, base_url=base_url, timeout=self.timeout_s, max_retries=0, http_client=c)
-            for c in clients
-        ]
-        self._client = self._clients[0]
-        self._turn = itertools.count()
+            http_client = _default_http_client(base_url, self.timeout_s, max_connections)
+        self._client: AsyncOpenAI = openai.AsyncOpenAI(
+            api_key=key, base_url=base_url, timeout=self.timeout_s, max_retries=0, http_client=http_client
+        )
+        # The endpoint as the SDK itself joins it (its base URL always ends in "/"), computed once: a relative path
+        # would be parsed and joined to the base URL again on every call.
+        root = self._client.base_url
+        self._endpoint = str(root.copy_with(raw_path=root.raw_path + b"chat/completions"))
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
@@ -164,8 +150,7 @@ class OpenAIBackend(Backend):
 
     async def aclose(self) -> None:
         """Close the SDK client and its HTTP connection pool (an injected ``http_client`` too)."""
-        for client in self._clients:
-            await client.close()
+        await self._client.close()
 
     async def complete(self, request: ChatRequest) -> Completion:
         """Run one chat completion.
@@ -192,10 +177,10 @@ class OpenAIBackend(Backend):
                 async with asyncio.timeout(self.timeout_s):
                     # The SDK's ``chat.completions.create`` walks every message through a TypedDict transform and
                     # builds pydantic objects for the reply (milliseconds per call on long conversations); our params
-                    # are already plain JSON, so they go to the SDK's ``post`` (same HTTP handling and error classes)
-                    # and the reply comes back as plain JSON, checked by ``_completion``.
-                    client = self._clients[next(self._turn) % len(self._clients)]
-                    response = await client.post("/chat/completions", body=params, cast_to=dict)
+                    # are already plain JSON, so they go to the SDK's ``post`` (same HTTP handling and error classes).
+                    # The reply comes back as raw bytes (``cast_to=dict`` would walk the parsed JSON once more) and is
+                    # parsed and checked by ``_completion``.
+                    raw = await self._client.post(self._endpoint, body=params, cast_to=bytes)
             except TimeoutError:
                 error = TransientBackendError(f"timeout: no reply within {self.timeout_s:g} s")
             except self._openai.APIStatusError as exc:
@@ -211,6 +196,10 @@ class OpenAIBackend(Backend):
             if error is not None:
                 raise error
             latency = time.perf_counter() - started
+            try:
+                response = json.loads(raw)
+            except ValueError:
+                raise MalformedResponseError("the server's reply is not JSON") from None
             return self._completion(response, latency)
 
     # -- request ------------------------------------------------------------------------------------------------
@@ -252,7 +241,7 @@ class OpenAIBackend(Backend):
     # -- response -----------------------------------------------------------------------------------------------
 
     def _completion(self, response: Any, latency: float) -> Completion:
-        """Map the reply (plain JSON: the SDK is asked not to build its pydantic objects) to a Completion."""
+        """Map the reply (parsed JSON: the SDK is asked not to build its pydantic objects) to a Completion."""
         choices = _field(response, "choices")
         if not isinstance(choices, list) or not choices:
             raise MalformedResponseError("the server's reply has no choices")
@@ -305,6 +294,34 @@ class OpenAIBackend(Backend):
         cause = exc.__cause__
         reason = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
         return self._secret.scrub(f"connection error to {self.base_url or 'api.openai.com'}: {reason}")
+
+
+def _default_http_client(base_url: str | None, timeout_s: float, max_connections: int) -> httpx2.AsyncClient:
+    """The SDK's default client (its redirect and timeout defaults) over toolwild's lean keep-alive transport.
+
+    The stock httpx2 transport costs more CPU per call than the rest of the harness at high concurrency (see
+    :mod:`toolwild.llm.backends.transport`). It is kept only when the environment names a proxy for the endpoint,
+    since only httpx2's own transport honours ``HTTP(S)_PROXY``/``NO_PROXY``.
+    """
+    import httpx2
+    import openai
+
+    from toolwild.llm.backends.transport import PooledTransport
+
+    timeout = httpx2.Timeout(timeout_s, connect=min(timeout_s, 10.0))
+    limits = httpx2.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+    if _proxied(base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"):
+        return openai.DefaultAsyncHttpx2Client(timeout=timeout, limits=limits)
+    return openai.DefaultAsyncHttpx2Client(timeout=timeout, transport=PooledTransport(max_connections=max_connections))
+
+
+def _proxied(url: str) -> bool:
+    """Whether the environment routes ``url`` through a proxy (``HTTP(S)_PROXY``/``ALL_PROXY`` minus ``NO_PROXY``)."""
+    proxies = urllib.request.getproxies()
+    split = urllib.parse.urlsplit(url)
+    if not (proxies.get(split.scheme) or proxies.get("all")):
+        return False
+    return not urllib.request.proxy_bypass_environment(split.hostname or "", proxies)
 
 
 def _tool_choice(choice: str) -> str | dict[str, Any]:
