@@ -30,7 +30,7 @@ def embedder():
         pytest.skip("shared fixtures not present")
     embedder = TokenEmbedder()
     texts = [embedding_text(t) for t in load_synthtools_dir(TARBALL).tools]
-    return embedder.fit([embedder.tokenize(t) for t in texts])
+    return embedder.fit(embedder.tokenize_many(texts))
 
 
 def test_vectors_are_unit_and_rank_shared_wording_first(embedder):

@@ -49,7 +49,8 @@ def dedup(
             from toolwild.synth.embedding import TokenEmbedder
 
             with console.status("embedding..."):
-                vectors = TokenEmbedder().embed([embedding_text(t) for t in result.kept])
+                embedder = TokenEmbedder()
+                vectors = embedder.fit_embed(embedder.tokenize_many([embedding_text(t) for t in result.kept]))
                 share = neighbour_share(vectors, tau)
                 second = semantic_dedup(result.kept, vectors, tau=tau)
             result.kept = second.kept

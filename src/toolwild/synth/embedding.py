@@ -12,8 +12,10 @@ published pipeline's 1536-d API embedding; the dedup report prints our figures n
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ __all__ = ["DIMENSIONS", "TokenEmbedder"]
 
 DIMENSIONS = 128
 _MIN_CORPUS = 200
+_CHUNK = 128
 
 
 class TokenEmbedder:
@@ -66,8 +69,27 @@ class TokenEmbedder:
         """Token ids of a text (no special tokens)."""
         return self._vocab.tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
+    def tokenize_many(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of many texts, on every core (llama.cpp's tokenizer releases the GIL)."""
+        workers = max(1, min(4, os.cpu_count() or 1))
+        if workers == 1 or len(texts) < 1000:
+            return [self.tokenize(t) for t in texts]
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(self.tokenize, texts, chunksize=256))
+
     def fit(self, token_lists: Sequence[Sequence[int]]) -> TokenEmbedder:
-        """Learn IDF weights from a corpus (rare tokens say more about what a tool does than "the" or "data")."""
+        """Learn the corpus weights (see :meth:`fit_embed`)."""
+        self.fit_embed(token_lists)
+        return self
+
+    def fit_embed(self, token_lists: Sequence[Sequence[int]]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        """Learn IDF weights and the corpus's common component from ``token_lists``, and return their vectors.
+
+        IDF: rare tokens say more about what a tool does than "the" or "data". Common component (SIF): what all
+        texts of the corpus share is removed; without it every pair of tool descriptions looks alike, because they
+        are all written in the same register. A handful of texts is no estimate of that register (their mean *is*
+        their content), so corpora under 200 texts keep the raw directions.
+        """
         df: Counter[int] = Counter()
         for tokens in token_lists:
             df.update(set(tokens))
@@ -76,36 +98,45 @@ class TokenEmbedder:
         for token, count in df.items():
             idf[token] = math.log((n + 1) / (count + 1)) + 1.0
         self._idf = idf
-        # remove what all texts of the corpus share (SIF's common component): without it every pair of tool
-        # descriptions looks alike, because they are all written in the same register. A handful of texts is no
-        # estimate of that register (their mean *is* their content), so small corpora keep the raw directions.
-        if len(token_lists) < _MIN_CORPUS:
-            return self
         raw = self._pooled(token_lists)
-        self._mean = raw.mean(axis=0)
-        _, _, vt = np.linalg.svd(raw - self._mean, full_matrices=False)
-        self._common = vt[:1]
-        return self
+        self._mean = np.zeros(self.dimensions, dtype=np.float32)
+        self._common = np.zeros((0, self.dimensions), dtype=np.float32)
+        if len(token_lists) >= _MIN_CORPUS:
+            self._mean = raw.mean(axis=0)
+            _, _, vt = np.linalg.svd(raw - self._mean, full_matrices=False)
+            self._common = vt[:1]
+        return self._normalized(raw)
 
     def _pooled(self, token_lists: Sequence[Sequence[int]]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        """IDF-weighted mean token vectors, in small chunks: the gathered token vectors of a chunk stay in cache
+        (large chunks spend their time in page faults and memory traffic)."""
         assert self._idf is not None
-        lengths = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(token_lists))
-        flat = np.fromiter((tok for t in token_lists for tok in t), dtype=np.int64, count=int(lengths.sum()))
-        weights = self._idf[flat]
-        rows = np.repeat(np.arange(len(token_lists)), lengths)
         out = np.zeros((len(token_lists), self.dimensions), dtype=np.float32)
-        np.add.at(out, rows, self._vectors[flat] * weights[:, None])
-        return out / np.maximum(lengths, 1)[:, None]
+        for start in range(0, len(token_lists), _CHUNK):
+            chunk = token_lists[start : start + _CHUNK]
+            lengths = np.fromiter((len(t) for t in chunk), dtype=np.int64, count=len(chunk))
+            nonempty = np.flatnonzero(lengths)
+            if not len(nonempty):
+                continue
+            flat = np.fromiter((tok for t in chunk for tok in t), dtype=np.int64, count=int(lengths.sum()))
+            weighted = self._vectors[flat] * self._idf[flat][:, None]
+            offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
+            sums = np.add.reduceat(weighted, offsets, axis=0)  # rows are contiguous per text
+            out[start + nonempty] = sums / lengths[nonempty][:, None]
+        return out
 
-    def embed_tokens(self, token_lists: Sequence[Sequence[int]]) -> np.ndarray[Any, np.dtype[np.float32]]:
-        """Unit vectors, one row per token list (fit on these lists first if not fitted; no tokens: zero vector)."""
-        if self._idf is None:
-            self.fit(token_lists)
-        out = self._pooled(token_lists) - self._mean
+    def _normalized(self, pooled: np.ndarray[Any, np.dtype[np.float32]]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        out = pooled - self._mean
         out -= (out @ self._common.T) @ self._common
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return (out / np.where(norms == 0, 1, norms)).astype(np.float32)
 
+    def embed_tokens(self, token_lists: Sequence[Sequence[int]]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        """Unit vectors, one row per token list (fit on these lists first if not fitted; no tokens: zero vector)."""
+        if self._idf is None:
+            return self.fit_embed(token_lists)
+        return self._normalized(self._pooled(token_lists))
+
     def embed(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
         """Unit vectors, one row per text."""
-        return self.embed_tokens([self.tokenize(t) for t in texts])
+        return self.embed_tokens(self.tokenize_many(texts))
