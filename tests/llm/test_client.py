@@ -193,6 +193,19 @@ async def test_timeout_becomes_a_retried_transient_error():
 
 
 @pytest.mark.anyio
+async def test_a_backend_that_cannot_be_abandoned_gets_no_per_attempt_timeout():
+    class InProcess(Counting):
+        @property
+        def abandonable(self) -> bool:
+            return False
+
+    backend = InProcess(delay=0.2)
+    llm = LLM(backend, timeout_s=0.05, retry=RetryPolicy(max_attempts=2, base_delay_s=0.0))
+    assert (await asyncio.wait_for(llm.complete(req()), 2.0)).text is not None
+    assert backend.calls == 1  # waited for the one attempt instead of stacking a retry behind it
+
+
+@pytest.mark.anyio
 async def test_failed_call_is_not_cached(tmp_path):
     script = [TransientBackendError("down", status=500), "ok"]
     llm = LLM(ScriptedBackend(script), cache=ResponseCache(tmp_path / "c.sqlite"), retry=RetryPolicy(max_attempts=1))

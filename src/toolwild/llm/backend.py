@@ -48,6 +48,13 @@ class Backend(ABC):
         """How many calls may run at once against this backend."""
         return 16
 
+    @property
+    def abandonable(self) -> bool:
+        """Whether a timed-out attempt stops costing anything. A remote call does; an in-process model keeps
+        computing in its thread, so timing it out only queues the retry behind the abandoned work (the client then
+        runs such a backend without a per-attempt timeout)."""
+        return True
+
     def identity(self) -> dict[str, str | None]:
         """What identifies the model for caching (kind, model, endpoint); never a secret."""
         return {"kind": self.kind, "model": self.model, "base_url": self.base_url}

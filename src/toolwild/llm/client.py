@@ -52,7 +52,8 @@ class LLM:
         cache: response cache (None: no caching).
         prompt_mode: describe tools in the prompt instead of passing them; None = when the backend lacks tools.
         retry: retry policy for infrastructure errors.
-        timeout_s: per-attempt timeout (None: the backend's own).
+        timeout_s: per-attempt timeout (None: the backend's own); not applied to a backend whose attempts cannot be
+            abandoned (the in-process model).
         max_connections: concurrent calls (default: the backend's hook).
         usage: where usage is accounted (a fresh tracker by default).
         sleep: the sleep used between retries (tests inject a fake clock).
@@ -75,7 +76,7 @@ class LLM:
         self.cache = cache
         self.prompt_mode = (not backend.native_tools) if prompt_mode is None else prompt_mode
         self.retry = retry or RetryPolicy()
-        self.timeout_s = timeout_s
+        self.timeout_s = timeout_s if backend.abandonable else None
         self.usage = usage or UsageTracker()
         self._limit = asyncio.Semaphore(max_connections or backend.max_connections())
         self._inflight: dict[str, asyncio.Future[Completion]] = {}

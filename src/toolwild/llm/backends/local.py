@@ -217,6 +217,11 @@ class LocalBackend(Backend):
         self._thread_lock = threading.Lock()
 
     @property
+    def abandonable(self) -> bool:
+        """No: llama.cpp cannot be interrupted mid-decode, so a timeout would only stack retries behind it."""
+        return False
+
+    @property
     def native_tools(self) -> bool:
         """False: tools go through the client's prompt mode, which asks for a JSON Schema reply instead."""
         return False
