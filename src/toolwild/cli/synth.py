@@ -12,6 +12,8 @@ from rich.table import Table
 
 from toolwild.cli._common import console, handled_errors
 from toolwild.core.formats.synthtools import load_synthtools_dir, write_tools_jsonl
+from toolwild.errors import ConfigError
+from toolwild.llm.registry import describe_backends
 from toolwild.synth.dedup import exact_dedup
 
 synth_app = typer.Typer(help="Generation steps.", no_args_is_help=True)
@@ -85,3 +87,75 @@ def dedup(
             f"tools with a neighbour at cosine >= {tau}", f"{share:.1%} (published, their embedding: ~9% at 0.85)"
         )
     console.print(table)
+
+
+@synth_app.command("envs")
+def envs(
+    fields: Annotated[str, typer.Option(help="Comma-separated fields, e.g. finance,healthcare.")],
+    out: Annotated[Path, typer.Option("--out", "-o", file_okay=False, help="Directory for the environment files.")],
+    per_field: Annotated[int, typer.Option(min=1, help="Subdomains (one environment each) per field.")] = 2,
+    families: Annotated[int, typer.Option(min=1, help="Task families per subdomain.")] = 2,
+    tools: Annotated[int, typer.Option(min=1, help="Tools per task family.")] = 4,
+    model: Annotated[str, typer.Option(help=f"Generator model: {'; '.join(describe_backends())}.")] = "local",
+    base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    seed: Annotated[int, typer.Option(help="Sampling seed (recorded).")] = 0,
+) -> None:
+    """Generate model-simulated environments top down: subdomains, task families, tools, seed data.
+
+    Every tool passes deterministic checks (schema lint, contract, entity dependencies) or is repaired by the model
+    (bounded) or dropped with its reason; exact duplicates are dropped. Model calls are cached in OUT/cache.sqlite:
+    a killed run continues where it stopped, and a second run makes no call and writes the same files.
+    """
+    from toolwild.cli._common import run_async
+    from toolwild.core.formats.environment import ENV_SUFFIX, write_environment
+    from toolwild.eval.runner import write_json
+    from toolwild.llm.cache import ResponseCache
+    from toolwild.llm.client import LLM
+    from toolwild.llm.registry import create_backend
+    from toolwild.synth.envgen import SynthConfig, synth_environments
+
+    names = [f.strip() for f in fields.split(",") if f.strip()]
+    with handled_errors():
+        if not names:
+            raise ConfigError("--fields names no field")
+        out.mkdir(parents=True, exist_ok=True)
+        llm = LLM(create_backend(model, base_url=base_url), cache=ResponseCache(out / "cache.sqlite"))
+        config = SynthConfig(
+            subdomains_per_field=per_field, families_per_subdomain=families, tools_per_family=tools, seed=seed
+        )
+
+        async def go():
+            try:
+                with console.status("generating...") as status:
+                    return await synth_environments(llm, names, config, progress=status.update)
+            finally:
+                await llm.aclose()
+
+        result = run_async(go())
+        for env in result.environments:
+            write_environment(env, out / f"{env.id}{ENV_SUFFIX}")
+        summary = {
+            "fields": names,
+            "environments": len(result.environments),
+            "tools_generated": result.generated,
+            "tools_repaired": result.repaired,
+            "tools_dropped": dict(sorted(result.dropped.items())),
+            "tools_kept": result.kept,
+            "usage": llm.usage.as_dict(),
+        }
+        write_json(out / "summary.json", summary)
+        write_json(out / "drops.json", result.drops)
+    table = Table(title="Environment synthesis", title_justify="left", show_header=False)
+    table.add_row("environments", f"{len(result.environments):,}")
+    table.add_row("tools generated", f"{result.generated:,}")
+    table.add_row("repaired by the model", f"{result.repaired:,}")
+    for check, count in sorted(result.dropped.items()):
+        table.add_row(f"dropped: {check}", f"{count:,}")
+    table.add_row("kept", f"{result.kept:,}", style="bold")
+    total = llm.usage.as_dict()["total"]
+    tokens = total["prompt_tokens"] + total["completion_tokens"]
+    per_tool = f"{tokens / result.kept:,.0f} tokens, ${total['cost_usd'] / result.kept:.4f}" if result.kept else "-"
+    table.add_row("model calls (cache hits)", f"{total['calls']:,} ({total['cache_hits']:,})")
+    table.add_row("per kept tool", per_tool)
+    console.print(table)
+    console.print(f"written to {out}")

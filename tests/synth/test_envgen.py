@@ -1,0 +1,139 @@
+"""Environment synthesis on a scripted model: exact outputs, the repair path, drops with reasons, cached re-runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from toolwild.core.formats.environment import load_environment
+from toolwild.llm.backends.scripted import ScriptedBackend
+from toolwild.llm.cache import CacheMode, ResponseCache
+from toolwild.llm.client import LLM
+from toolwild.llm.types import ChatRequest
+from toolwild.synth.envgen import SynthConfig, synth_environments
+
+OBJ = {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}
+RET = {"type": "object", "properties": {"status": {"type": "string", "enum": ["open", "shipped"]}}}
+BAD_ARRAY = {"type": "object", "properties": {"ids": {"type": "array"}}}
+
+
+def tool(name: str, **over) -> dict:
+    base = {
+        "name": name,
+        "description": f"{name} does its job.",
+        "parameters": OBJ,
+        "returns": RET,
+        "preconditions": ["the order exists"],
+        "postconditions": [],
+        "error_modes": ["not found: unknown order id"],
+        "effect": "read",
+        "consumes": ["order"],
+        "produces": [],
+    }
+    return {**base, **over}
+
+
+class Designer:
+    """A scripted model for the stages; records the repair requests it receives."""
+
+    def __init__(self) -> None:
+        self.repair_requests: list[str] = []
+
+    def __call__(self, request: ChatRequest) -> str:
+        title = request.response_format.get("title")
+        text = request.messages[-1]["content"]
+        if title == "SubdomainList":
+            sub = {
+                "name": "Order Tracking",
+                "description": "Where orders are.",
+                "stakeholders": ["buyer"],
+                "entities": ["order"],
+            }
+            return json.dumps({"subdomains": [sub]})
+        if title == "FamilyList":
+            return json.dumps({"families": [{"name": "Status checks", "description": "Check an order."}]})
+        if title == "SeedData":
+            return json.dumps({"entities": {"order": [{"id": "O-1", "status": "open"}]}})
+        assert title == "ToolDraftList"
+        if "corrected tools only" in text:
+            self.repair_requests.append(text)
+            # cancel_order gets fixed; bad_array comes back as broken as before
+            fixed = [
+                tool("cancel_order", effect="write", postconditions=["the order is cancelled"]),
+                tool("bad_array", parameters=BAD_ARRAY),
+            ]
+            return json.dumps({"tools": fixed})
+        first = [
+            tool("get_order"),
+            tool("get_order_again", description="Looks an order up again."),
+            tool("cancel_order", effect="write"),  # a write without a postcondition: contract problem
+            tool("bad_array", parameters=BAD_ARRAY),  # an array without items: schema problem
+            tool("track_parcel", consumes=["parcel"]),  # nothing produces parcels: dependency problem
+        ]
+        return json.dumps({"tools": first})
+
+
+CONFIG = SynthConfig(subdomains_per_field=1, families_per_subdomain=1, tools_per_family=5, max_repairs=1)
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_stages_checks_repair_and_drops():
+    designer = Designer()
+    result = await synth_environments(LLM(ScriptedBackend(designer)), ["ecommerce"], CONFIG)
+    (env,) = result.environments
+    assert env.id == "ecommerce__order_tracking" and env.backend.value == "llm"
+    assert env.initial_state == {"order": [{"id": "O-1", "status": "open"}]}
+    assert [t.name for t in env.tools] == ["get_order", "get_order_again", "cancel_order"]
+    cancel = env.tools[2]
+    assert cancel.effect.value == "write" and cancel.contract.postconditions == ["the order is cancelled"]
+    assert result.generated == 5 and result.repaired == 1 and result.kept == 3
+    assert dict(result.dropped) == {"schema": 1, "dependency": 1}
+    reasons = {d["tool"].split("__")[-1]: d for d in result.drops}
+    assert "items" in " ".join(reasons["bad_array"]["reasons"])
+    assert "parcel" in reasons["track_parcel"]["reasons"][0]
+    # one repair round: the model saw both failing tools with their problems
+    (repair,) = designer.repair_requests
+    assert "cancel_order: contract: a write tool must state a postcondition" in repair
+    assert "bad_array" in repair
+
+
+@pytest.mark.anyio
+async def test_second_run_from_the_cache_makes_no_call_and_gives_the_same_environments(tmp_path):
+    first_llm = LLM(ScriptedBackend(Designer()), cache=ResponseCache(tmp_path / "c.sqlite"))
+    first = await synth_environments(first_llm, ["ecommerce"], CONFIG)
+    await first_llm.aclose()
+    silent = ScriptedBackend([])
+    second_llm = LLM(silent, cache=ResponseCache(tmp_path / "c.sqlite", mode=CacheMode.READ_ONLY))
+    second = await synth_environments(second_llm, ["ecommerce"], CONFIG)
+    assert silent.requests == [] and second_llm.backend_calls == 0
+    assert [e.model_dump() for e in second.environments] == [e.model_dump() for e in first.environments]
+    assert second.drops == first.drops
+
+
+def test_cli_writes_schema_valid_files_and_a_summary(tmp_path, monkeypatch):
+    import toolwild.llm.registry as registry
+    from toolwild.cli.main import app
+
+    monkeypatch.setattr(registry, "create_backend", lambda spec, **kw: ScriptedBackend(Designer()))
+    args = ["synth", "envs", "--fields", "ecommerce", "--out", str(tmp_path)]
+    args += ["--per-field", "1", "--families", "1", "--tools", "5"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    env = load_environment(tmp_path / "ecommerce__order_tracking.env.json")  # validates the file
+    assert len(env.tools) == 3
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["tools_generated"] == 5 and summary["tools_kept"] == 3
+    assert summary["tools_dropped"] == {"dependency": 1, "schema": 1}
+    assert len(json.loads((tmp_path / "drops.json").read_text())) == 2
+    again = CliRunner().invoke(app, args)  # cached: the same files, every call a hit
+    assert again.exit_code == 0
+    assert load_environment(tmp_path / "ecommerce__order_tracking.env.json") == env
+    usage = json.loads((tmp_path / "summary.json").read_text())["usage"]["total"]
+    assert usage["calls"] == 0 and usage["cache_hits"] > 0
