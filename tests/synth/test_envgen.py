@@ -14,9 +14,9 @@ from toolwild.llm.client import LLM
 from toolwild.llm.types import ChatRequest
 from toolwild.synth.envgen import SynthConfig, synth_environments
 
-OBJ = {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}
-RET = {"type": "object", "properties": {"status": {"type": "string", "enum": ["open", "shipped"]}}}
-BAD_ARRAY = {"type": "object", "properties": {"ids": {"type": "array"}}}
+OBJ = [{"name": "order_id", "type": "string", "description": "The order."}]
+RET = [{"name": "status", "type": "string", "description": "Where it is.", "enum": ["open", "shipped"]}]
+BAD_ARRAY = [{"name": "ids", "type": "array", "description": "Orders (no item type given)."}]
 
 
 def tool(name: str, **over) -> dict:
@@ -93,6 +93,12 @@ async def test_stages_checks_repair_and_drops():
     assert [t.name for t in env.tools] == ["get_order", "get_order_again", "cancel_order"]
     cancel = env.tools[2]
     assert cancel.effect.value == "write" and cancel.contract.postconditions == ["the order is cancelled"]
+    assert env.tools[0].parameters == {
+        "type": "object",
+        "properties": {"order_id": {"type": "string", "description": "The order."}},
+        "required": ["order_id"],
+    }
+    assert env.tools[0].returns["properties"]["status"]["enum"] == ["open", "shipped"]
     assert result.generated == 5 and result.repaired == 1 and result.kept == 3
     assert dict(result.dropped) == {"schema": 1, "dependency": 1}
     reasons = {d["tool"].split("__")[-1]: d for d in result.drops}
@@ -137,3 +143,16 @@ def test_cli_writes_schema_valid_files_and_a_summary(tmp_path, monkeypatch):
     assert load_environment(tmp_path / "ecommerce__order_tracking.env.json") == env
     usage = json.loads((tmp_path / "summary.json").read_text())["usage"]["total"]
     assert usage["calls"] == 0 and usage["cache_hits"] > 0
+
+
+@pytest.mark.anyio
+async def test_a_stage_without_a_valid_reply_is_skipped_and_recorded():
+    def model(request: ChatRequest) -> str:
+        if request.response_format.get("title") == "ToolDraftList":
+            return "not json at all"
+        return Designer()(request)
+
+    result = await synth_environments(LLM(ScriptedBackend(model)), ["ecommerce"], CONFIG)
+    (env,) = result.environments
+    assert env.tools == [] and result.generated == 0
+    assert [f["stage"] for f in result.failed_stages] == ["tools: ecommerce / Order Tracking / Status checks"]

@@ -141,6 +141,7 @@ def envs(
             "tools_repaired": result.repaired,
             "tools_dropped": dict(sorted(result.dropped.items())),
             "tools_kept": result.kept,
+            "failed_stages": result.failed_stages,
             "usage": llm.usage.as_dict(),
         }
         write_json(out / "summary.json", summary)
@@ -152,6 +153,8 @@ def envs(
     for check, count in sorted(result.dropped.items()):
         table.add_row(f"dropped: {check}", f"{count:,}")
     table.add_row("kept", f"{result.kept:,}", style="bold")
+    if result.failed_stages:
+        table.add_row("stages skipped (no valid reply)", f"{len(result.failed_stages):,} (see summary.json)")
     total = llm.usage.as_dict()["total"]
     tokens = total["prompt_tokens"] + total["completion_tokens"]
     per_tool = f"{tokens / result.kept:,.0f} tokens, ${total['cost_usd'] / result.kept:.4f}" if result.kept else "-"

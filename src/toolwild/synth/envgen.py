@@ -22,11 +22,12 @@ from typing import Any
 
 from toolwild.core.environment import BackendKind, Environment
 from toolwild.core.tool import Contract, Effect, Tool
+from toolwild.errors import StructuredOutputError
 from toolwild.llm.client import LLM
 from toolwild.llm.structured import generate_structured
 from toolwild.synth.checks import CheckKind, contract_problems, dependency_problems, schema_problems
 from toolwild.synth.dedup import exact_dedup, tool_key
-from toolwild.synth.models import FamilyList, SeedData, SubdomainList, ToolDraft, ToolDraftList
+from toolwild.synth.models import FamilyList, SeedData, SubdomainList, ToolDraft, ToolDraftList, object_schema
 
 __all__ = ["SynthConfig", "SynthResult", "synth_environments"]
 
@@ -61,6 +62,8 @@ class SynthResult:
     repaired: int = 0
     dropped: Counter[str] = field(default_factory=Counter)
     drops: list[dict[str, Any]] = field(default_factory=list)
+    failed_stages: list[dict[str, str]] = field(default_factory=list)
+    """Stage calls whose reply never validated (that part of the tree was skipped)."""
 
     @property
     def kept(self) -> int:
@@ -80,8 +83,8 @@ def _tool(draft: ToolDraft, field_name: str, subdomain: str, family: str) -> Too
     return Tool(
         name=draft.name,
         description=draft.description,
-        parameters=draft.parameters,
-        returns=draft.returns,
+        parameters=object_schema(draft.parameters),
+        returns=object_schema(draft.returns),
         contract=Contract(
             preconditions=draft.preconditions, postconditions=draft.postconditions, error_modes=draft.error_modes
         ),
@@ -115,6 +118,14 @@ class _Run:
             max_tokens=self.config.max_tokens,
         )
 
+    async def try_ask(self, text: str, output: type[Any], what: str) -> Any:
+        """Like :meth:`ask`, but a reply that never validates skips this part (recorded) instead of ending the run."""
+        try:
+            return await self.ask(text, output)
+        except StructuredOutputError as exc:
+            self.result.failed_stages.append({"stage": what, "error": " ".join(str(exc).split())[:300]})
+            return None
+
     def drop(self, tool: Tool | str, kind: str, reasons: list[str]) -> None:
         name = tool if isinstance(tool, str) else tool_key(tool)
         self.result.dropped[kind] += 1
@@ -126,11 +137,14 @@ class _Run:
             f"Field: {field_name}. Subdomain: {subdomain.name} ({subdomain.description}). Entity types: "
             f"{', '.join(subdomain.entities) or 'any'}.\nTask family: {family.name}: {family.description}\n"
             f"Design {c.tools_per_family} API tools for this family. Each tool: a snake_case name, a description, "
-            "parameters and returns as JSON Schema objects (types, enums, formats and ranges where they apply; "
-            "required names listed), preconditions, postconditions, error_modes, effect read or write, and the "
+            "its parameters and returned fields (name, type, description, required; enum, format, minimum, maximum "
+            "or items where they apply), preconditions, postconditions, error_modes, effect read or write, and the "
             "entity types it consumes and produces."
         )
-        drafts = (await self.ask(request, ToolDraftList)).tools[: c.tools_per_family]
+        reply = await self.try_ask(request, ToolDraftList, f"tools: {field_name} / {subdomain.name} / {family.name}")
+        if reply is None:
+            return []
+        drafts = reply.tools[: c.tools_per_family]
         prefix = f"{_slug(field_name)}__{_slug(subdomain.name)}__"
         tools = []
         for d in drafts:
@@ -158,8 +172,8 @@ class _Run:
                 for t in broken
             )
             repair = f"{request}\nThese tools have problems; reply with the corrected tools only:\n{listing}"
-            fixed = (await self.ask(repair, ToolDraftList)).tools
-            by_name = {d.name: d for d in fixed}
+            fixed = await self.try_ask(repair, ToolDraftList, f"repair: {field_name} / {subdomain.name}")
+            by_name = {d.name: d for d in fixed.tools} if fixed is not None else {}
             pending = []
             for t in broken:
                 draft = by_name.get(t.name)
@@ -181,29 +195,31 @@ class _Run:
             f"{_MAX_SEED_RECORDS} each, with ids) for these entity types: {', '.join(types)}. Reply "
             '{"entities": {"<type>": [records]}}.'
         )
-        seed = await self.ask(request, SeedData)
+        seed = await self.try_ask(request, SeedData, f"seed data: {field_name} / {subdomain.name}")
+        if seed is None:
+            return {}
         return {k: v[:_MAX_SEED_RECORDS] for k, v in sorted(seed.entities.items()) if isinstance(v, list)}
 
     async def field(self, field_name: str) -> list[Environment]:
         c = self.config
         self.progress(f"{field_name}: subdomains")
-        subdomains = (
-            await self.ask(
-                f"Field: {field_name}. List {c.subdomains_per_field} distinct subdomains (areas served by one "
-                "software service), each with a description, its stakeholders and the entity types it manages.",
-                SubdomainList,
-            )
-        ).subdomains[: c.subdomains_per_field]
+        reply = await self.try_ask(
+            f"Field: {field_name}. List {c.subdomains_per_field} distinct subdomains (areas served by one "
+            "software service), each with a description, its stakeholders and the entity types it manages.",
+            SubdomainList,
+            f"subdomains: {field_name}",
+        )
+        subdomains = reply.subdomains[: c.subdomains_per_field] if reply is not None else []
         environments = []
         for sub in subdomains:
             self.progress(f"{field_name} / {sub.name}: task families")
-            families = (
-                await self.ask(
-                    f"Field: {field_name}. Subdomain: {sub.name} ({sub.description}). List "
-                    f"{c.families_per_subdomain} families of tasks its users bring, each with a description.",
-                    FamilyList,
-                )
-            ).families[: c.families_per_subdomain]
+            listed = await self.try_ask(
+                f"Field: {field_name}. Subdomain: {sub.name} ({sub.description}). List "
+                f"{c.families_per_subdomain} families of tasks its users bring, each with a description.",
+                FamilyList,
+                f"task families: {field_name} / {sub.name}",
+            )
+            families = listed.families[: c.families_per_subdomain] if listed is not None else []
             tools: list[Tool] = []
             for family in families:
                 self.progress(f"{field_name} / {sub.name} / {family.name}: tools")

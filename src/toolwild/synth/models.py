@@ -7,11 +7,15 @@ its model; later deterministic checks (see :mod:`toolwild.synth.checks`) judge w
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["FamilyList", "SeedData", "SubdomainList", "ToolDraft", "ToolDraftList"]
+__all__ = ["FamilyList", "FieldSpec", "SeedData", "SubdomainList", "ToolDraft", "ToolDraftList", "object_schema"]
+
+
+Short = Annotated[str, Field(min_length=1, max_length=160)]
+Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
 
 
 class _Strict(BaseModel):
@@ -40,25 +44,70 @@ class FamilyList(_Strict):
     families: list[Family] = Field(min_length=1, max_length=8)
 
 
+JsonType = Literal["string", "integer", "number", "boolean", "array", "object"]
+
+
+class FieldSpec(_Strict):
+    """One parameter or output field: the JSON Schema keywords a tool argument needs, and no more.
+
+    Why not free-form JSON Schema: a model asked for "any JSON object" (small ones especially) can ramble until its
+    token budget cuts the reply; a closed shape is also a decoding grammar. :meth:`to_schema` turns it into JSON
+    Schema, so every generated schema is valid by construction and the lint judges only what it means.
+    """
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,39}$")
+    type: JsonType
+    description: str = Field(max_length=200)
+    required: bool = True
+    enum: list[str] = Field(default_factory=list, max_length=8)
+    format: Literal["", "date", "date-time", "email", "uri"] = ""
+    minimum: float | None = None
+    maximum: float | None = None
+    items: JsonType | None = None
+    """Element type of an array."""
+
+    def to_schema(self) -> dict[str, Any]:
+        """This field as a JSON Schema."""
+        schema: dict[str, Any] = {"type": self.type, "description": self.description}
+        if self.enum and self.type == "string":
+            schema["enum"] = list(self.enum)
+        if self.format and self.type == "string":
+            schema["format"] = self.format
+        for key in ("minimum", "maximum"):
+            value = getattr(self, key)
+            if value is not None and self.type in ("integer", "number"):
+                schema[key] = int(value) if self.type == "integer" and float(value).is_integer() else value
+        if self.type == "array" and self.items is not None:
+            schema["items"] = {"type": self.items}
+        return schema
+
+
+def object_schema(fields: list[FieldSpec]) -> dict[str, Any]:
+    """An object schema from field specs (``required`` lists the required ones)."""
+    return {
+        "type": "object",
+        "properties": {f.name: f.to_schema() for f in fields},
+        "required": [f.name for f in fields if f.required],
+    }
+
+
 class ToolDraft(_Strict):
     """One generated tool, before the deterministic checks."""
 
-    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
-    description: str = Field(min_length=1, max_length=600)
-    parameters: dict[str, Any]
-    """JSON Schema of the arguments object."""
-    returns: dict[str, Any]
-    """JSON Schema of the result."""
-    preconditions: list[str] = Field(default_factory=list, max_length=6)
-    postconditions: list[str] = Field(default_factory=list, max_length=6)
-    error_modes: list[str] = Field(default_factory=list, max_length=8)
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,47}$")
+    description: str = Field(min_length=1, max_length=400)
+    parameters: list[FieldSpec] = Field(max_length=6)
+    returns: list[FieldSpec] = Field(max_length=6)
+    preconditions: list[Short] = Field(default_factory=list, max_length=4)
+    postconditions: list[Short] = Field(default_factory=list, max_length=4)
+    error_modes: list[Short] = Field(default_factory=list, max_length=5)
     effect: Literal["read", "write"]
-    consumes: list[str] = Field(default_factory=list, max_length=6)
-    produces: list[str] = Field(default_factory=list, max_length=6)
+    consumes: list[Name] = Field(default_factory=list, max_length=4)
+    produces: list[Name] = Field(default_factory=list, max_length=4)
 
 
 class ToolDraftList(_Strict):
-    tools: list[ToolDraft] = Field(min_length=1, max_length=8)
+    tools: list[ToolDraft] = Field(min_length=1, max_length=6)
 
 
 class SeedData(_Strict):
