@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from fake_openai import FakeOpenAI, Reply
-from schema_examples import example_value
 from typer.testing import CliRunner
 
 from toolwild.cli.main import app
+from toolwild.core.schema import example_value
 
 
 def run(*args: str, input: str | None = None):

@@ -13,11 +13,10 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from schema_examples import example_value
 
 from toolwild.core.formats.synthtools import load_synthtools_dir
 from toolwild.core.formats.synthtools_envs import environments_from_synthtools, load_synthtools_meta
-from toolwild.core.schema import schema_errors
+from toolwild.core.schema import example_value, schema_errors
 from toolwild.envs.base import ToolErrorKind
 from toolwild.envs.simulated import SimulatedEnvironment
 from toolwild.llm.cache import CacheMode, ResponseCache

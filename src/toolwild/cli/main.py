@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from toolwild.cli.audit import audit_app
 from toolwild.cli.env import env_app
 from toolwild.cli.eval import eval_command
 from toolwild.cli.export import export_command
@@ -29,6 +30,7 @@ app.add_typer(model_app, name="model")
 app.add_typer(env_app, name="env")
 app.add_typer(suite_app, name="suite")
 app.add_typer(synth_app, name="synth")
+app.add_typer(audit_app, name="audit")
 
 app.add_typer(import_app, name="import", help="Import tools from other formats (SynthTools).")
 

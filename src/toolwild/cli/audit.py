@@ -1,0 +1,113 @@
+"""``toolwild audit``: test a simulated environment's tools against their contracts; calibrate the judge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from toolwild.cli._common import console, handled_errors, run_async
+from toolwild.core.formats.environment import load_environment, write_environment
+from toolwild.llm.cache import ResponseCache
+from toolwild.llm.client import LLM
+from toolwild.llm.registry import create_backend, describe_backends
+
+audit_app = typer.Typer(help="Audit simulated tools and calibrate the judge.", no_args_is_help=True)
+
+ModelOption = Annotated[str, typer.Option(help=f"Model: {'; '.join(describe_backends())}.")]
+BaseUrlOption = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")]
+CacheOption = Annotated[Path | None, typer.Option(help="SQLite file caching model answers (re-runs are free).")]
+
+
+def _llm(model: str, base_url: str | None, cache: Path | None) -> LLM:
+    return LLM(create_backend(model, base_url=base_url), cache=ResponseCache(cache) if cache else None)
+
+
+@audit_app.command("run")
+def run(
+    env_file: Annotated[Path, typer.Argument(metavar="ENV", exists=True, dir_okay=False, help="An llm environment.")],
+    model: ModelOption = "local",
+    base_url: BaseUrlOption = None,
+    threshold: Annotated[float, typer.Option(min=0.0, max=1.0, help="Least reliability a tool keeps.")] = 0.75,
+    out: Annotated[Path | None, typer.Option(help="Write the environment without unreliable tools here.")] = None,
+    report: Annotated[Path | None, typer.Option(help="Write every call, observation and verdict here (JSON).")] = None,
+    cache: CacheOption = None,
+) -> None:
+    """Make test calls (valid, schema-invalid, precondition-violating, edge) on each tool, judge them, and print
+    each tool's reliability (share of calls judged correct). The model both simulates and judges."""
+    from toolwild.eval.runner import write_json
+    from toolwild.synth.audit import audit_environment
+
+    with handled_errors():
+        environment = load_environment(env_file)
+        llm = _llm(model, base_url, cache)
+
+        async def go():
+            try:
+                with console.status(f"auditing {len(environment.tools)} tools..."):
+                    return await audit_environment(environment, llm, threshold=threshold)
+            finally:
+                await llm.aclose()
+
+        kept, audits = run_async(go())
+        if out is not None:
+            write_environment(kept, out)
+        if report is not None:
+            write_json(report, [{"tool": a.tool, "reliability": a.reliability, "calls": a.calls} for a in audits])
+    table = Table(title=f"Audit of {environment.id}", title_justify="left")
+    for column in ("tool", "calls", "correct", "reliability", "kept"):
+        table.add_column(column)
+    for a in audits:
+        correct = sum(1 for c in a.calls if c["correct"])
+        table.add_row(
+            a.tool,
+            str(len(a.calls)),
+            str(correct),
+            f"{a.reliability:.0%}",
+            "yes" if a.reliability >= threshold else "no",
+        )
+    console.print(table)
+    console.print(f"kept {len(kept.tools)} of {len(environment.tools)} tools (threshold {threshold:.0%})")
+
+
+@audit_app.command("calibrate")
+def calibrate_command(
+    labels: Annotated[
+        Path,
+        typer.Argument(
+            metavar="LABELS.jsonl",
+            exists=True,
+            dir_okay=False,
+            help='One row per line: {"tool": {...}, "arguments": {...}, "response": ..., "correct": true|false}.',
+        ),
+    ],
+    model: ModelOption = "local",
+    base_url: BaseUrlOption = None,
+    cache: CacheOption = None,
+) -> None:
+    """Measure the judge against labelled (call, response, verdict) rows: precision, recall, false-positive rate
+    ("positive" = judged correct; a false positive is a wrong simulation the judge let through)."""
+    from toolwild.synth.audit import calibrate, load_labels
+
+    with handled_errors():
+        rows = load_labels(labels)
+        llm = _llm(model, base_url, cache)
+
+        async def go():
+            try:
+                return await calibrate(llm, rows)
+            finally:
+                await llm.aclose()
+
+        result = run_async(go())
+    table = Table(title=f"Judge calibration ({len(rows)} rows)", title_justify="left", show_header=False)
+    table.add_row("precision", f"{result.precision:.1%}")
+    table.add_row("recall", f"{result.recall:.1%}")
+    table.add_row("false-positive rate", f"{result.false_positive_rate:.1%}")
+    table.add_row("accuracy", f"{result.accuracy:.1%}")
+    table.add_row("TP / FP / TN / FN", f"{result.tp} / {result.fp} / {result.tn} / {result.fn}")
+    if result.unjudged:
+        table.add_row("no valid verdict", str(result.unjudged))
+    console.print(table)

@@ -1,0 +1,281 @@
+"""Audit of simulated tools: test calls run on the ``llm`` backend, judged against the contract; reliability per tool.
+
+Per tool, up to four calls are made on fresh episodes:
+
+- **valid**: required arguments filled with schema-valid examples; the answer should be a result (or an error mode
+  the contract names, if the seed state makes a precondition fail);
+- **schema-invalid**: a required argument dropped (or an unknown one added); the answer must be
+  ``invalid_arguments``. Judged by code: the backend checks schemas before any model sees the call;
+- **precondition-violating** (tools that consume an entity or state preconditions): entity references point to an
+  id that does not exist; the answer should be a typed error;
+- **edge**: numbers at their declared bounds, strings empty where allowed.
+
+A judge model reads the tool's contract, the call, what was expected and the observation, and says whether the
+simulation was correct. Reliability = share of calls judged correct; tools under the threshold are dropped.
+:func:`calibrate` measures the same judge against labelled rows (precision, recall, false-positive rate, where
+"positive" means "judged correct").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from toolwild.core.environment import Environment
+from toolwild.core.jsonl import load_records, validation_to_data_error
+from toolwild.core.schema import example_value, normalize_schema
+from toolwild.core.tool import Tool
+from toolwild.envs.base import Observation, ToolErrorKind
+from toolwild.envs.simulated import SimulatedEnvironment
+from toolwild.errors import StructuredOutputError
+from toolwild.llm.client import LLM
+from toolwild.llm.structured import generate_structured
+
+__all__ = [
+    "AuditCall",
+    "Calibration",
+    "CallKind",
+    "JudgeVerdict",
+    "LabelRow",
+    "ToolAudit",
+    "audit_calls",
+    "audit_environment",
+    "calibrate",
+    "load_labels",
+]
+
+ROLE = "judge"
+CallKind = Literal["valid", "schema_invalid", "precondition", "edge"]
+_MISSING_ID = "does-not-exist-404"
+_EXPECT: dict[str, str] = {
+    "valid": "a result that fits the output schema and the contract (or an error mode the contract names, if the "
+    "current state makes a precondition fail)",
+    "schema_invalid": "an invalid_arguments error",
+    "precondition": "a typed error (not found or precondition failed), because the referenced entity does not exist",
+    "edge": "a sensible result or a typed error for values at the edge of what the parameters allow",
+}
+
+
+class LabelRow(BaseModel):
+    """One labelled row for :func:`calibrate` (a line of a LABELS.jsonl file)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: Tool
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    response: Any = None
+    correct: bool
+    """Whether the response was right for the call (the human label)."""
+
+
+def load_labels(path: str | Path) -> list[LabelRow]:
+    """Read a LABELS.jsonl file.
+
+    Raises:
+        DataError: a line is not JSON or not a label row (file, line and field named).
+    """
+
+    def convert(_: int, obj: Any) -> LabelRow:
+        try:
+            return LabelRow.model_validate(obj)
+        except ValidationError as exc:
+            raise validation_to_data_error(exc) from None
+
+    rows, _ = load_records(path, convert)
+    return rows
+
+
+class JudgeVerdict(BaseModel):
+    """The judge's decision on one simulated call."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    correct: bool
+    reason: str = Field(default="", max_length=300)
+
+
+@dataclass(frozen=True)
+class AuditCall:
+    """One test call."""
+
+    kind: CallKind
+    arguments: dict[str, Any]
+
+
+@dataclass
+class ToolAudit:
+    """The calls made on one tool, each with its observation and judgement."""
+
+    tool: str
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def reliability(self) -> float:
+        """Share of calls judged correct (0 when none could be judged)."""
+        judged = [c for c in self.calls if c["correct"] is not None]
+        return sum(c["correct"] for c in judged) / len(judged) if judged else 0.0
+
+
+def _edge(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """Required arguments at their bounds; None when the tool has nothing with a bound to push."""
+    props = normalize_schema(schema).get("properties", {})
+    args = example_value(schema)
+    changed = False
+    for name, spec in props.items():
+        if not isinstance(spec, dict) or name not in args:
+            continue
+        if spec.get("type") in ("integer", "number") and ("maximum" in spec or "minimum" in spec):
+            args[name] = spec.get("maximum", spec.get("minimum"))
+            changed = True
+        elif spec.get("type") == "array" and "maxItems" in spec:
+            args[name] = [example_value(spec.get("items", {}))] * int(spec["maxItems"])
+            changed = True
+    return args if changed else None
+
+
+def _schema_invalid(tool: Tool, valid: dict[str, Any]) -> dict[str, Any] | None:
+    """Arguments the schema must refuse: a required one missing, else one of the wrong type, else an unknown one
+    where the schema forbids extras; None when the schema accepts anything."""
+    if tool.required:
+        return {k: v for k, v in valid.items() if k != tool.required[0]}
+    for name, spec in tool.properties.items():
+        kind = normalize_schema(spec).get("type") if isinstance(spec, dict) else None
+        if kind:
+            return {**valid, name: "not-a-number" if kind in ("integer", "number", "boolean") else 12345}
+    if tool.parameters.get("additionalProperties") is False:
+        return {**valid, "_unexpected_argument": 1}
+    return None
+
+
+def audit_calls(tool: Tool) -> list[AuditCall]:
+    """The test calls for a tool (deterministic: derived from its schema and contract)."""
+    valid = example_value(tool.parameters)
+    calls = [AuditCall("valid", valid)]
+    invalid = _schema_invalid(tool, valid)
+    if invalid is not None:
+        calls.append(AuditCall("schema_invalid", invalid))
+    contract = tool.contract
+    if tool.consumes or (contract is not None and contract.preconditions):
+        props = tool.properties
+        refs = {k: _MISSING_ID for k in valid if isinstance(props.get(k), dict) and props[k].get("type") == "string"}
+        if refs:
+            calls.append(AuditCall("precondition", {**valid, **refs}))
+    edge = _edge(tool.parameters)
+    if edge is not None:
+        calls.append(AuditCall("edge", edge))
+    return calls
+
+
+def _judge_messages(tool: Tool, arguments: dict[str, Any], expectation: str, response: Any) -> list[dict[str, Any]]:
+    definition = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    if tool.returns:
+        definition["output_schema"] = tool.returns
+    if tool.contract is not None:
+        definition["contract"] = tool.contract.model_dump(exclude_defaults=True)
+    text = (
+        f"Tool: {json.dumps(definition, ensure_ascii=False)[:3000]}\n"
+        f"Call arguments: {json.dumps(arguments, ensure_ascii=False)}\n"
+        f"Expected: {expectation}\n"
+        f"Simulated response: {json.dumps(response, ensure_ascii=False, default=str)[:3000]}\n"
+        'Was the simulated response correct for this call? Reply {"correct": true|false, "reason": "..."}.'
+    )
+    system = "You review a tool simulator's answers against the tool's definition and contract. Be strict."
+    return [{"role": "system", "content": system}, {"role": "user", "content": text}]
+
+
+async def judge(
+    llm: LLM, tool: Tool, arguments: dict[str, Any], response: Any, *, expectation: str = _EXPECT["valid"]
+) -> JudgeVerdict:
+    """Ask the judge model about one (call, response) pair."""
+    return await generate_structured(
+        llm, _judge_messages(tool, arguments, expectation, response), JudgeVerdict, role=ROLE, max_tokens=256
+    )
+
+
+async def _audit_tool(sim: SimulatedEnvironment, judge_llm: LLM, tool: Tool) -> ToolAudit:
+    audit = ToolAudit(tool=tool.name)
+    for index, call in enumerate(audit_calls(tool)):
+        episode = sim.reset(seed=index)
+        observation: Observation = await episode.acall(tool.name, call.arguments)
+        shown = json.loads(observation.to_text())
+        correct: bool | None
+        if call.kind == "schema_invalid":  # decided by code: the schema layer must have refused it
+            correct = observation.error is not None and observation.error.kind is ToolErrorKind.INVALID_ARGUMENTS
+            reason = "rejected by schema validation" if correct else "an invalid call was not rejected"
+        elif observation.error is not None and observation.error.kind is ToolErrorKind.SIMULATION_FAILED:
+            correct, reason = False, "the simulator produced no valid answer"
+        else:
+            try:
+                verdict = await judge(judge_llm, tool, call.arguments, shown, expectation=_EXPECT[call.kind])
+                correct, reason = verdict.correct, verdict.reason
+            except StructuredOutputError as exc:
+                correct, reason = None, f"the judge gave no valid verdict: {str(exc).splitlines()[0]}"
+        audit.calls.append(
+            {"kind": call.kind, "arguments": call.arguments, "observation": shown, "correct": correct, "reason": reason}
+        )
+    return audit
+
+
+async def audit_environment(
+    environment: Environment, simulator: LLM, judge_llm: LLM | None = None, *, threshold: float = 0.75
+) -> tuple[Environment, list[ToolAudit]]:
+    """Audit every tool; returns the environment without the tools under ``threshold``, and the audits."""
+    sim = SimulatedEnvironment(environment, simulator)
+    audits = [await _audit_tool(sim, judge_llm or simulator, t) for t in environment.tools]
+    reliable = {a.tool for a in audits if a.reliability >= threshold}
+    kept = environment.model_copy(update={"tools": [t for t in environment.tools if t.name in reliable]})
+    return kept, audits
+
+
+@dataclass
+class Calibration:
+    """The judge against labels; positive = "judged correct"."""
+
+    tp: int = 0
+    fp: int = 0
+    tn: int = 0
+    fn: int = 0
+    unjudged: int = 0
+
+    @property
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 0.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 0.0
+
+    @property
+    def false_positive_rate(self) -> float:
+        return self.fp / (self.fp + self.tn) if self.fp + self.tn else 0.0
+
+    @property
+    def accuracy(self) -> float:
+        total = self.tp + self.fp + self.tn + self.fn
+        return (self.tp + self.tn) / total if total else 0.0
+
+
+async def calibrate(llm: LLM, rows: Iterable[LabelRow]) -> Calibration:
+    """Judge each labelled row and count agreements with its label."""
+    result = Calibration()
+    for row in rows:
+        label = row.correct
+        try:
+            predicted = (await judge(llm, row.tool, row.arguments, row.response)).correct
+        except StructuredOutputError:
+            result.unjudged += 1
+            continue
+        if predicted and label:
+            result.tp += 1
+        elif predicted:
+            result.fp += 1
+        elif label:
+            result.fn += 1
+        else:
+            result.tn += 1
+    return result

@@ -1,0 +1,146 @@
+"""The audit: test calls per tool on the llm backend, judged; reliability and threshold; judge calibration."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from toolwild.core.environment import BackendKind, Environment
+from toolwild.core.formats.environment import load_environment, write_environment
+from toolwild.core.tool import Contract, Effect, Tool
+from toolwild.llm.backends.scripted import ScriptedBackend
+from toolwild.llm.client import LLM
+from toolwild.llm.types import ChatRequest
+from toolwild.synth.audit import LabelRow, audit_calls, audit_environment, calibrate
+
+GET = Tool(
+    name="get_order",
+    description="Look an order up.",
+    parameters={
+        "type": "object",
+        "properties": {"order_id": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 50}},
+        "required": ["order_id", "limit"],
+    },
+    returns={"type": "object", "properties": {"status": {"type": "string"}}, "required": ["status"]},
+    contract=Contract(preconditions=["the order exists"], error_modes=["not found"]),
+    effect=Effect.READ,
+    consumes=["order"],
+)
+PING = Tool(name="ping", description="Is the service up?", effect=Effect.READ)
+ENV = Environment(
+    id="shop", tools=[GET, PING], initial_state={"orders": {"x1": {"status": "open"}}}, backend=BackendKind.LLM
+)
+
+
+def test_test_calls_follow_the_schema_and_contract():
+    calls = {c.kind: c.arguments for c in audit_calls(GET)}
+    assert set(calls) == {"valid", "schema_invalid", "precondition", "edge"}
+    assert calls["valid"] == {"order_id": "x1", "limit": 1}
+    assert "order_id" not in calls["schema_invalid"]
+    assert calls["precondition"]["order_id"] == "does-not-exist-404"
+    assert calls["edge"]["limit"] == 50
+    assert [c.kind for c in audit_calls(PING)] == ["valid"]  # a schema that accepts anything has no invalid call
+    strict = PING.model_copy(update={"parameters": {"type": "object", "properties": {}, "additionalProperties": False}})
+    assert audit_calls(strict)[1].arguments == {"_unexpected_argument": 1}
+    typed = PING.model_copy(update={"parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}})
+    assert audit_calls(typed)[1].arguments == {"n": "not-a-number"}
+
+
+def honest_shop(request: ChatRequest) -> str:
+    """Simulates from the state in the prompt, and judges: correct iff an error was expected and given, or a result
+    was expected and given; it rejects every answer of ``ping``."""
+    text = request.messages[-1]["content"]
+    title = request.response_format.get("title")
+    if title == "PreconditionVerdict":
+        call = json.loads(re.search(r"^Call: (.*)$", text, flags=re.M).group(1))
+        exists = call["arguments"].get("order_id") == "x1"
+        return json.dumps({"holds": exists} if exists else {"holds": False, "kind": "not_found", "message": "no"})
+    if title == "JudgeVerdict":
+        response = json.loads(re.search(r"^Simulated response: (.*)$", text, flags=re.M).group(1))
+        expected = re.search(r"^Expected: (.*)$", text, flags=re.M).group(1)
+        expected_error = expected.startswith(("a typed error", "an invalid_arguments"))
+        tool_name = json.loads(re.search(r"^Tool: (.*)$", text, flags=re.M).group(1))["name"]
+        correct = (not response["ok"]) == expected_error and tool_name != "ping"
+        return json.dumps({"correct": correct, "reason": "checked"})
+    return json.dumps({"result": {"status": "open"}})
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_reliability_and_threshold():
+    backend = ScriptedBackend(honest_shop)
+    kept, audits = await audit_environment(ENV, LLM(backend), threshold=0.75)
+    by_tool = {a.tool: a for a in audits}
+    get = by_tool["get_order"]
+    assert [c["kind"] for c in get.calls] == ["valid", "schema_invalid", "precondition", "edge"]
+    assert [c["correct"] for c in get.calls] == [True, True, True, True]
+    assert get.calls[1]["reason"] == "rejected by schema validation"
+    assert get.calls[2]["observation"]["error"]["kind"] == "not_found"
+    # ping: its one (valid) call the judge rejects
+    assert by_tool["ping"].reliability == 0.0
+    assert [t.name for t in kept.tools] == ["get_order"]
+    # the schema-invalid call never reached a model: no request carries its arguments
+    call = {"name": "get_order", "arguments": get.calls[1]["arguments"]}
+    invalid_call = "Call: " + json.dumps(call, sort_keys=True, separators=(",", ":"))  # as the simulator writes it
+    valid_call = "Call: " + json.dumps(
+        {**call, "arguments": get.calls[0]["arguments"]}, sort_keys=True, separators=(",", ":")
+    )
+    assert any(valid_call in r.messages[-1]["content"] for r in backend.requests)  # the form is right
+    assert not any(invalid_call in r.messages[-1]["content"] for r in backend.requests)
+
+
+@pytest.mark.anyio
+async def test_calibration_counts_against_labels():
+    def judge(request: ChatRequest) -> str:  # says "correct" whenever the response has a status
+        response = re.search(r"^Simulated response: (.*)$", request.messages[-1]["content"], flags=re.M).group(1)
+        return json.dumps({"correct": '"status"' in response, "reason": ""})
+
+    rows = [
+        LabelRow(tool=GET, arguments={"order_id": "x1"}, response={"status": "open"}, correct=True),  # TP
+        LabelRow(tool=GET, arguments={"order_id": "zz"}, response={"status": "open"}, correct=False),  # FP
+        LabelRow(tool=GET, arguments={"order_id": "zz"}, response={"error": "no"}, correct=False),  # TN
+        LabelRow(tool=GET, arguments={"order_id": "x1"}, response={"error": "no"}, correct=True),  # FN
+        LabelRow(tool=GET, arguments={"order_id": "x2"}, response={"status": "x"}, correct=True),  # TP
+    ]
+    result = await calibrate(LLM(ScriptedBackend(judge)), rows)
+    assert (result.tp, result.fp, result.tn, result.fn) == (2, 1, 1, 1)
+    assert result.precision == pytest.approx(2 / 3) and result.recall == pytest.approx(2 / 3)
+    assert result.false_positive_rate == 0.5
+
+
+def test_cli_run_and_calibrate(tmp_path, monkeypatch):
+    import toolwild.cli.audit as audit_cli
+    from toolwild.cli.main import app
+
+    monkeypatch.setattr(audit_cli, "create_backend", lambda spec, **kw: ScriptedBackend(honest_shop))
+    env_file = write_environment(ENV, tmp_path / "shop.env.json")
+    result = CliRunner().invoke(
+        app,
+        ["audit", "run", str(env_file), "--out", str(tmp_path / "kept.env.json"), "--report", str(tmp_path / "a.json")],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    assert "kept 1 of 2 tools" in result.output
+    assert [t.name for t in load_environment(tmp_path / "kept.env.json").tools] == ["get_order"]
+    assert {r["tool"]: r["reliability"] for r in json.loads((tmp_path / "a.json").read_text())} == {
+        "get_order": 1.0,
+        "ping": 0.0,
+    }
+    labels = tmp_path / "labels.jsonl"
+    row = {"tool": GET.model_dump(), "arguments": {"order_id": "x1"}, "response": {"status": "open"}, "correct": True}
+    labels.write_text(json.dumps(row) + "\n" + '{"tool": {"name": "t"}, "correct": "maybe"}\n')
+    bad = CliRunner().invoke(app, ["audit", "calibrate", str(labels)], env={"COLUMNS": "200"})
+    assert bad.exit_code == 1 and "line 2" in bad.output and "correct" in bad.output
+    labels.write_text(json.dumps(row) + "\n")
+    verdict = json.dumps({"correct": True, "reason": ""})
+    monkeypatch.setattr(audit_cli, "create_backend", lambda spec, **kw: ScriptedBackend(lambda request: verdict))
+    ok = CliRunner().invoke(app, ["audit", "calibrate", str(labels)], env={"COLUMNS": "200"})
+    assert ok.exit_code == 0, ok.output
+    assert "precision" in ok.output and "1 / 0 / 0 / 0" in ok.output
