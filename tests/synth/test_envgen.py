@@ -156,3 +156,29 @@ async def test_a_stage_without_a_valid_reply_is_skipped_and_recorded():
     (env,) = result.environments
     assert env.tools == [] and result.generated == 0
     assert [f["stage"] for f in result.failed_stages] == ["tools: ecommerce / Order Tracking / Status checks"]
+
+
+@pytest.mark.anyio
+async def test_audit_drops_tools_the_judge_rejects():
+    designer = Designer()
+
+    def model(request: ChatRequest) -> str:
+        title = request.response_format.get("title")
+        text = request.messages[-1]["content"]
+        if title == "JudgeVerdict":  # the judge rejects every answer of get_order_again
+            return json.dumps({"correct": '"name": "get_order_again"' not in text, "reason": "looked"})
+        if title == "PreconditionVerdict":
+            return json.dumps({"holds": True})
+        if "Answer the call" in text:
+            return json.dumps({"result": {"status": "open"}, "patch": []})
+        return designer(request)
+
+    config = SynthConfig(
+        subdomains_per_field=1, families_per_subdomain=1, tools_per_family=5, max_repairs=1, audit_threshold=0.75
+    )
+    result = await synth_environments(LLM(ScriptedBackend(model)), ["ecommerce"], config)
+    (env,) = result.environments
+    assert [t.name for t in env.tools] == ["get_order", "cancel_order"]
+    assert result.dropped["audit"] == 1
+    assert result.reliability["ecommerce__order_tracking/get_order"] == 1.0
+    assert result.reliability["ecommerce__order_tracking/get_order_again"] < 0.75

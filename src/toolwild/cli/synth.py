@@ -99,6 +99,12 @@ def envs(
     model: Annotated[str, typer.Option(help=f"Generator model: {'; '.join(describe_backends())}.")] = "local",
     base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
     seed: Annotated[int, typer.Option(help="Sampling seed (recorded).")] = 0,
+    audit: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0, max=1.0, help="Audit kept tools (test calls judged by the model); drop those under this share."
+        ),
+    ] = None,
 ) -> None:
     """Generate model-simulated environments top down: subdomains, task families, tools, seed data.
 
@@ -121,7 +127,11 @@ def envs(
         out.mkdir(parents=True, exist_ok=True)
         llm = LLM(create_backend(model, base_url=base_url), cache=ResponseCache(out / "cache.sqlite"))
         config = SynthConfig(
-            subdomains_per_field=per_field, families_per_subdomain=families, tools_per_family=tools, seed=seed
+            subdomains_per_field=per_field,
+            families_per_subdomain=families,
+            tools_per_family=tools,
+            seed=seed,
+            audit_threshold=audit,
         )
 
         async def go():
@@ -142,6 +152,7 @@ def envs(
             "tools_dropped": dict(sorted(result.dropped.items())),
             "tools_kept": result.kept,
             "failed_stages": result.failed_stages,
+            "reliability": result.reliability,
             "usage": llm.usage.as_dict(),
         }
         write_json(out / "summary.json", summary)

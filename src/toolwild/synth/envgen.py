@@ -7,7 +7,8 @@ continues where it stopped: every call that finished is in the cache.
 After the tools stage, deterministic checks (:mod:`toolwild.synth.checks`) judge each tool; a tool that fails is
 sent back to the model with its problems (at most ``max_repairs`` rounds) and dropped with the reason if it still
 fails. Seed entities are generated for the subdomain's entity types, then the dependency check drops tools that
-consume an entity type nothing produces, and the exact dedup pass runs over everything kept. One environment file
+consume an entity type nothing produces, the exact dedup pass runs over everything kept and, if asked, the audit
+(:mod:`toolwild.synth.audit`) drops tools whose simulation is judged correct too rarely. One environment file
 per subdomain (``llm`` backend) is written, with a report of every drop.
 """
 
@@ -51,6 +52,8 @@ class SynthConfig:
     max_repairs: int = 2
     seed: int = 0
     max_tokens: int = 1536
+    audit_threshold: float | None = None
+    """Audit every kept tool and drop those judged reliable less often than this (None: no audit)."""
 
 
 @dataclass
@@ -63,6 +66,8 @@ class SynthResult:
     dropped: Counter[str] = field(default_factory=Counter)
     drops: list[dict[str, Any]] = field(default_factory=list)
     failed_stages: list[dict[str, str]] = field(default_factory=list)
+    reliability: dict[str, float] = field(default_factory=dict)
+    """``env/tool`` -> share of audit calls judged correct (when audited)."""
     """Stage calls whose reply never validated (that part of the tree was skipped)."""
 
     @property
@@ -267,5 +272,17 @@ async def synth_environments(
                 d = duplicate[tool_key(tool)]
                 run.drop(tool, "dedup", [f"{d.reason.value} of {d.duplicate_of}"])
         env.tools = [t for t in env.tools if tool_key(t) not in duplicate]
+    if run.config.audit_threshold is not None:
+        from toolwild.synth.audit import audit_environment
+
+        for i, env in enumerate(environments):
+            run.progress(f"{env.id}: audit")
+            kept, audits = await audit_environment(env, llm, threshold=run.config.audit_threshold)
+            for audit in audits:
+                run.result.reliability[f"{env.id}/{audit.tool}"] = audit.reliability
+                if audit.reliability < run.config.audit_threshold:
+                    reasons = [f"{c['kind']}: {c['reason']}" for c in audit.calls if not c["correct"]]
+                    run.drop(f"{env.id}/{audit.tool}", "audit", [f"reliability {audit.reliability:.0%}", *reasons])
+            environments[i] = kept
     run.result.environments = environments
     return run.result
