@@ -182,3 +182,40 @@ async def test_audit_drops_tools_the_judge_rejects():
     assert result.dropped["audit"] == 1
     assert result.reliability["ecommerce__order_tracking/get_order"] == 1.0
     assert result.reliability["ecommerce__order_tracking/get_order_again"] < 0.75
+
+
+def test_semantic_pass_runs_on_large_runs_only(monkeypatch):
+    """The wiring: drops recorded with their reason and removed from the environments (the embedding itself is
+    tested in test_embedding.py; here a stand-in gives every tool its own direction, and t900 the direction of t5)."""
+    import numpy as np
+
+    import toolwild.synth.embedding as embedding
+    from toolwild.core.environment import Environment
+    from toolwild.core.tool import Tool
+    from toolwild.synth.envgen import SEMANTIC_MIN, _Run, _semantic_pass
+
+    class StandIn:
+        def tokenize_many(self, texts):
+            return [[int(t.split()[-1])] for t in texts]
+
+        def fit_embed(self, token_lists):
+            vectors = np.zeros((len(token_lists), 1000), dtype=np.float32)
+            for row, (index,) in enumerate(token_lists):
+                vectors[row, 5 if index == 900 else index] = 1.0
+            return vectors
+
+    monkeypatch.setattr(embedding, "TokenEmbedder", StandIn)
+
+    def make(i: int) -> Tool:
+        return Tool(name=f"t{i}", description=f"tool {i}", extra={"source_id": f"f__s__t{i:03d}", "field": "f"})
+
+    tools = [make(i) for i in range(SEMANTIC_MIN)] + [make(900)]
+    run = _Run(LLM(ScriptedBackend([])), SynthConfig(tau=0.9), None)
+    small = [Environment(id="e", tools=tools[:10])]
+    _semantic_pass(run, small)
+    assert len(small[0].tools) == 10 and "skipped" in run.result.notes[0]
+    envs = [Environment(id="e", tools=tools[:100]), Environment(id="g", tools=tools[100:])]
+    _semantic_pass(run, envs)
+    assert [d["tool"] for d in run.result.drops] == ["f__s__t900"]
+    assert "similar-in-field of f__s__t005" in run.result.drops[0]["reasons"][0]
+    assert run.result.dropped["dedup"] == 1 and len(envs[1].tools) == SEMANTIC_MIN - 100

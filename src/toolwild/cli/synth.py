@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from toolwild.cli._common import console, handled_errors
@@ -99,6 +100,10 @@ def envs(
     model: Annotated[str, typer.Option(help=f"Generator model: {'; '.join(describe_backends())}.")] = "local",
     base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
     seed: Annotated[int, typer.Option(help="Sampling seed (recorded).")] = 0,
+    tau: Annotated[
+        float | None,
+        typer.Option(min=0.0, max=1.0, help="Also dedup semantically at this cosine (runs of 200+ tools only)."),
+    ] = None,
     audit: Annotated[
         float | None,
         typer.Option(
@@ -132,12 +137,27 @@ def envs(
             tools_per_family=tools,
             seed=seed,
             audit_threshold=audit,
+            tau=tau,
         )
 
         async def go():
+            bar = Progress(
+                TextColumn("[bold]synthesis"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[stage]}"),
+                TimeElapsedColumn(),
+                console=console,
+                transient=True,
+            )
+            task = bar.add_task("synth", total=config.planned_steps(len(names)), stage="")
+
+            def advance(stage: str) -> None:
+                bar.update(task, advance=1, stage=stage)
+
             try:
-                with console.status("generating...") as status:
-                    return await synth_environments(llm, names, config, progress=status.update)
+                with bar:
+                    return await synth_environments(llm, names, config, progress=advance)
             finally:
                 await llm.aclose()
 
@@ -153,6 +173,7 @@ def envs(
             "tools_kept": result.kept,
             "failed_stages": result.failed_stages,
             "reliability": result.reliability,
+            "notes": result.notes,
             "usage": llm.usage.as_dict(),
         }
         write_json(out / "summary.json", summary)
@@ -164,6 +185,8 @@ def envs(
     for check, count in sorted(result.dropped.items()):
         table.add_row(f"dropped: {check}", f"{count:,}")
     table.add_row("kept", f"{result.kept:,}", style="bold")
+    for note in result.notes:
+        table.add_row("note", note)
     if result.failed_stages:
         table.add_row("stages skipped (no valid reply)", f"{len(result.failed_stages):,} (see summary.json)")
     total = llm.usage.as_dict()["total"]

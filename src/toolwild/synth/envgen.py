@@ -38,6 +38,7 @@ _SYSTEM = (
     "API tools that serve them. Reply with one JSON object only, matching the requested schema."
 )
 _MAX_SEED_RECORDS = 5
+SEMANTIC_MIN = 200
 
 Progress = Callable[[str], None]
 
@@ -54,6 +55,16 @@ class SynthConfig:
     max_tokens: int = 1536
     audit_threshold: float | None = None
     """Audit every kept tool and drop those judged reliable less often than this (None: no audit)."""
+    tau: float | None = None
+    """Semantic dedup threshold (None: exact pass only). Applied when the run has at least :data:`SEMANTIC_MIN`
+    tools: the local embedding learns its weights from the corpus it dedups, and a few dozen texts are no corpus.
+    Off by default: on short, uniform texts the embedding is dominated by rare tokens (see the README)."""
+
+    def planned_steps(self, fields: int) -> int:
+        """Stage calls a run plans (for a progress bar): per field one, per subdomain families + tools + seed."""
+        per_subdomain = 1 + self.families_per_subdomain + 1
+        audit = self.subdomains_per_field if self.audit_threshold is not None else 0
+        return fields * (1 + self.subdomains_per_field * per_subdomain + audit)
 
 
 @dataclass
@@ -67,6 +78,7 @@ class SynthResult:
     drops: list[dict[str, Any]] = field(default_factory=list)
     failed_stages: list[dict[str, str]] = field(default_factory=list)
     reliability: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
     """``env/tool`` -> share of audit calls judged correct (when audited)."""
     """Stage calls whose reply never validated (that part of the tree was skipped)."""
 
@@ -256,6 +268,31 @@ def _tool_json(tool: Tool) -> str:
     ]
 
 
+def _semantic_pass(run: _Run, environments: list[Environment]) -> None:
+    tools = [t for e in environments for t in e.tools]
+    if run.config.tau is None:
+        return
+    if len(tools) < SEMANTIC_MIN:
+        run.result.notes.append(
+            f"semantic dedup skipped: {len(tools)} tools (the local embedding needs at least {SEMANTIC_MIN})"
+        )
+        return
+    from toolwild.synth.dedup import embedding_text, semantic_dedup
+    from toolwild.synth.embedding import TokenEmbedder
+
+    run.progress("semantic dedup")
+    embedder = TokenEmbedder()
+    vectors = embedder.fit_embed(embedder.tokenize_many([embedding_text(t) for t in tools]))
+    report = semantic_dedup(tools, vectors, tau=run.config.tau)
+    similar = {d.key: d for d in report.dropped}
+    for env in environments:
+        for tool in env.tools:
+            if tool_key(tool) in similar:
+                d = similar[tool_key(tool)]
+                run.drop(tool, "dedup", [f"{d.reason.value} of {d.duplicate_of} (cosine {d.similarity})"])
+        env.tools = [t for t in env.tools if tool_key(t) not in similar]
+
+
 async def synth_environments(
     llm: LLM, fields: list[str], config: SynthConfig | None = None, *, progress: Progress | None = None
 ) -> SynthResult:
@@ -272,6 +309,7 @@ async def synth_environments(
                 d = duplicate[tool_key(tool)]
                 run.drop(tool, "dedup", [f"{d.reason.value} of {d.duplicate_of}"])
         env.tools = [t for t in env.tools if tool_key(t) not in duplicate]
+    _semantic_pass(run, environments)
     if run.config.audit_threshold is not None:
         from toolwild.synth.audit import audit_environment
 
