@@ -32,7 +32,9 @@ app.add_typer(suite_app, name="suite")
 app.add_typer(synth_app, name="synth")
 app.add_typer(audit_app, name="audit")
 
-app.add_typer(import_app, name="import", help="Import tools from other formats (SynthTools).")
+app.add_typer(
+    import_app, name="import", help="Import tools and environments from other formats (SynthTools, WildToolBench)."
+)
 
 
 def main() -> None:

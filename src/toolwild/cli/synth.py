@@ -17,7 +17,9 @@ from toolwild.errors import ConfigError
 from toolwild.llm.registry import describe_backends
 from toolwild.synth.dedup import exact_dedup
 
-synth_app = typer.Typer(help="Generation steps.", no_args_is_help=True)
+synth_app = typer.Typer(
+    help="Generate environments (synth envs) and deduplicate tool corpora (synth dedup).", no_args_is_help=True
+)
 
 
 @synth_app.command("dedup")
