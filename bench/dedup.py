@@ -49,7 +49,7 @@ def run(label: str, tools: list[Tool], embedder: TokenEmbedder) -> None:
     start = time.perf_counter()
     exact = exact_dedup(tools)
     t_exact = time.perf_counter() - start
-    vectors = embedder.fit_embed(embedder.tokenize_many([embedding_text(t) for t in exact.kept]))
+    vectors = embedder.fit_embed_texts([embedding_text(t) for t in exact.kept])
     t_embed = time.perf_counter() - start - t_exact
     semantic = semantic_dedup(exact.kept, vectors, tau=0.85)
     total = time.perf_counter() - start

@@ -45,13 +45,31 @@ def test_shape_and_coverage(suite):
         assert session.env_info[:10] <= "2024-04-30" and session.env_info.split()[-1].endswith("day")
 
 
-def test_subtypes_match_what_the_tasks_lean_on(suite):
+def _check_subtypes(suite) -> None:
+    """Each label agrees with the task the template leaned on (long range: >= 2 back; coreference: the previous)."""
     for session in suite.sessions:
         for i, (task, ref) in enumerate(zip(session.tasks, session.extra["ledger_refs"], strict=True)):
             if task.subtype is TurnSubtype.LONG_RANGE:
                 assert ref is not None and ref <= i - 2, (session.id, i)
             elif task.subtype is TurnSubtype.COREFERENTIAL:
                 assert ref == i - 1, (session.id, i)
+
+
+def _check_replay(session) -> None:
+    """Replaying every gold call on a fresh episode gives the recorded observations and expected states."""
+    episode = LedgerEpisode(seed=session.extra["ledger_seed"])
+    try:
+        for task in session.tasks:
+            for node in task.call_nodes:
+                observation = episode.call(node.name, node.action.arguments)
+                assert observation.model_dump(mode="json", include={"ok", "result"}) == node.observation
+            assert episode.state() == task.expected_state
+    finally:
+        episode.close()
+
+
+def test_subtypes_match_what_the_tasks_lean_on(suite):
+    _check_subtypes(suite)
 
 
 def test_gold_dags_follow_the_node_format(suite):
@@ -90,15 +108,7 @@ def test_oracle_scores_100_percent(suite, mode):
 def test_observations_are_real_and_states_follow(suite):
     """Replaying every gold call on a fresh episode gives the recorded observations and expected states."""
     for session in suite.sessions:
-        episode = LedgerEpisode(seed=session.extra["ledger_seed"])
-        try:
-            for task in session.tasks:
-                for node in task.call_nodes:
-                    observation = episode.call(node.name, node.action.arguments)
-                    assert observation.model_dump(mode="json", include={"ok", "result"}) == node.observation
-                assert episode.state() == task.expected_state
-        finally:
-            episode.close()
+        _check_replay(session)
 
 
 def test_later_ids_come_from_earlier_writes(suite):
@@ -157,12 +167,7 @@ def test_like_published_design(published):
     coarse = Counter(c for o in orderings for c in o)
     assert sorted(coarse.values()) == [256, 256, 256, 256]
     assert summarize_suite(published).transitions == {0: 4, 1: 36, 2: 108, 3: 108}
-    for session in published.sessions:  # subtype labels checked against what each task leans on
-        for i, (task, ref) in enumerate(zip(session.tasks, session.extra["ledger_refs"], strict=True)):
-            if task.subtype is TurnSubtype.LONG_RANGE:
-                assert ref is not None and ref <= i - 2, (session.id, i)
-            elif task.subtype is TurnSubtype.COREFERENTIAL:
-                assert ref == i - 1, (session.id, i)
+    _check_subtypes(published)
 
 
 def test_like_published_oracle_and_replay(published):
@@ -170,12 +175,4 @@ def test_like_published_oracle_and_replay(published):
     for session in published.sessions:
         verdict = score_session(session, oracle_trajectory(session), mode=ScoringMode.WTB)
         assert all(t.label == "correct" for t in verdict.tasks), session.id
-        episode = LedgerEpisode(seed=session.extra["ledger_seed"])
-        try:
-            for task in session.tasks:
-                for node in task.call_nodes:
-                    observation = episode.call(node.name, node.action.arguments)
-                    assert observation.model_dump(mode="json", include={"ok", "result"}) == node.observation
-                assert episode.state() == task.expected_state
-        finally:
-            episode.close()
+        _check_replay(session)

@@ -116,10 +116,10 @@ async def test_calibration_counts_against_labels():
 
 
 def test_cli_run_and_calibrate(tmp_path, monkeypatch):
-    import toolwild.cli.audit as audit_cli
+    import toolwild.llm.registry as registry
     from toolwild.cli.main import app
 
-    monkeypatch.setattr(audit_cli, "create_backend", lambda spec, **kw: ScriptedBackend(honest_shop))
+    monkeypatch.setattr(registry, "create_backend", lambda spec, **kw: ScriptedBackend(honest_shop))
     env_file = write_environment(ENV, tmp_path / "shop.env.json")
     result = CliRunner().invoke(
         app,
@@ -140,7 +140,7 @@ def test_cli_run_and_calibrate(tmp_path, monkeypatch):
     assert bad.exit_code == 1 and "line 2" in bad.output and "correct" in bad.output
     labels.write_text(json.dumps(row) + "\n")
     verdict = json.dumps({"correct": True, "reason": ""})
-    monkeypatch.setattr(audit_cli, "create_backend", lambda spec, **kw: ScriptedBackend(lambda request: verdict))
+    monkeypatch.setattr(registry, "create_backend", lambda spec, **kw: ScriptedBackend(lambda request: verdict))
     ok = CliRunner().invoke(app, ["audit", "calibrate", str(labels)], env={"COLUMNS": "200"})
     assert ok.exit_code == 0, ok.output
     assert "precision" in ok.output and "1 / 0 / 0 / 0" in ok.output

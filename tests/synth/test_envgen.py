@@ -195,12 +195,10 @@ def test_semantic_pass_runs_on_large_runs_only(monkeypatch):
     from toolwild.synth.envgen import SEMANTIC_MIN, _Run, _semantic_pass
 
     class StandIn:
-        def tokenize_many(self, texts):
-            return [[int(t.split()[-1])] for t in texts]
-
-        def fit_embed(self, token_lists):
-            vectors = np.zeros((len(token_lists), 1000), dtype=np.float32)
-            for row, (index,) in enumerate(token_lists):
+        def fit_embed_texts(self, texts):
+            vectors = np.zeros((len(texts), 1000), dtype=np.float32)
+            for row, text in enumerate(texts):
+                index = int(text.split()[-1])
                 vectors[row, 5 if index == 900 else index] = 1.0
             return vectors
 

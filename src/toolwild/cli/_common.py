@@ -5,13 +5,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
 
 from toolwild.core.jsonl import LoadReport
 from toolwild.errors import ToolwildError
+
+if TYPE_CHECKING:
+    from toolwild.llm.client import LLM
 
 T = TypeVar("T")
 
@@ -48,3 +52,13 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(coro)
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         return runner.run(coro)
+
+
+def make_llm(model: str, *, base_url: str | None = None, cache: Path | None = None) -> LLM:
+    """A client for a ``--model`` value, with a response cache when a file is given (imported lazily: loading a
+    backend's SDK is only worth it for commands that call a model)."""
+    from toolwild.llm import registry
+    from toolwild.llm.cache import ResponseCache
+    from toolwild.llm.client import LLM
+
+    return LLM(registry.create_backend(model, base_url=base_url), cache=ResponseCache(cache) if cache else None)

@@ -8,21 +8,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from toolwild.cli._common import console, handled_errors, run_async
+from toolwild.cli._common import console, handled_errors, make_llm, run_async
 from toolwild.core.formats.environment import load_environment, write_environment
-from toolwild.llm.cache import ResponseCache
-from toolwild.llm.client import LLM
-from toolwild.llm.registry import create_backend, describe_backends
+from toolwild.llm.registry import describe_backends
 
 audit_app = typer.Typer(help="Audit simulated tools and calibrate the judge.", no_args_is_help=True)
 
 ModelOption = Annotated[str, typer.Option(help=f"Model: {'; '.join(describe_backends())}.")]
 BaseUrlOption = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")]
 CacheOption = Annotated[Path | None, typer.Option(help="SQLite file caching model answers (re-runs are free).")]
-
-
-def _llm(model: str, base_url: str | None, cache: Path | None) -> LLM:
-    return LLM(create_backend(model, base_url=base_url), cache=ResponseCache(cache) if cache else None)
 
 
 @audit_app.command("run")
@@ -37,12 +31,12 @@ def run(
 ) -> None:
     """Make test calls (valid, schema-invalid, precondition-violating, edge) on each tool, judge them, and print
     each tool's reliability (share of calls judged correct). The model both simulates and judges."""
-    from toolwild.eval.runner import write_json
+    from toolwild.core.files import write_json
     from toolwild.synth.audit import audit_environment
 
     with handled_errors():
         environment = load_environment(env_file)
-        llm = _llm(model, base_url, cache)
+        llm = make_llm(model, base_url=base_url, cache=cache)
 
         async def go():
             try:
@@ -93,7 +87,7 @@ def calibrate_command(
 
     with handled_errors():
         rows = load_labels(labels)
-        llm = _llm(model, base_url, cache)
+        llm = make_llm(model, base_url=base_url, cache=cache)
 
         async def go():
             try:

@@ -15,14 +15,13 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from toolwild.cli._common import console, handled_errors, run_async
+from toolwild.cli._common import console, handled_errors, make_llm, run_async
 from toolwild.core.environment import BackendKind
 from toolwild.envs.base import EnvironmentBackend, Episode, Observation
 from toolwild.envs.registry import ENVIRONMENTS, describe_environment, get_environment
 from toolwild.errors import ConfigError
-from toolwild.llm.cache import ResponseCache
 from toolwild.llm.client import LLM
-from toolwild.llm.registry import create_backend, describe_backends
+from toolwild.llm.registry import describe_backends
 
 env_app = typer.Typer(help="Try an environment's tools by hand.", no_args_is_help=True)
 
@@ -57,7 +56,7 @@ def _open(env: str, model: str, base_url: str | None, cache: Path | None) -> tup
     description = describe_environment(env)
     if description is None or description.backend is not BackendKind.LLM:
         return get_environment(env), None
-    llm = LLM(create_backend(model, base_url=base_url), cache=ResponseCache(cache) if cache else None)
+    llm = make_llm(model, base_url=base_url, cache=cache)
     return get_environment(env, simulator=llm), llm
 
 

@@ -10,12 +10,13 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from toolwild.cli._common import console, err_console, handled_errors, report_skipped, run_async
+from toolwild.core.files import write_json
 from toolwild.core.formats.wtb import load_wtb_suite, write_wtb_suite
 from toolwild.core.verdict import ScoringMode
 from toolwild.errors import ConfigError
 from toolwild.eval.build import AGENT_FORMS, build_agent, build_simulator
 from toolwild.eval.metrics.accuracy import compute_metrics
-from toolwild.eval.runner import RunConfig, RunProgress, load_run_trajectories, run_suite, write_json
+from toolwild.eval.runner import RunConfig, RunProgress, load_run_trajectories, run_suite
 from toolwild.eval.session import HistoryMode
 from toolwild.export.wtb_result import write_wtb_results
 from toolwild.llm.cache import CacheMode

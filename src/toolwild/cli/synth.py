@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +10,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from toolwild.cli._common import console, handled_errors
+from toolwild.cli._common import console, handled_errors, make_llm
+from toolwild.core.files import write_text_atomic
 from toolwild.core.formats.synthtools import load_synthtools_dir, write_tools_jsonl
 from toolwild.errors import ConfigError
 from toolwild.llm.registry import describe_backends
@@ -54,8 +54,7 @@ def dedup(
             from toolwild.synth.embedding import TokenEmbedder
 
             with console.status("embedding..."):
-                embedder = TokenEmbedder()
-                vectors = embedder.fit_embed(embedder.tokenize_many([embedding_text(t) for t in result.kept]))
+                vectors = TokenEmbedder().fit_embed_texts([embedding_text(t) for t in result.kept])
                 share = neighbour_share(vectors, tau)
                 second = semantic_dedup(result.kept, vectors, tau=tau)
             result.kept = second.kept
@@ -63,8 +62,8 @@ def dedup(
         if out is not None:
             write_tools_jsonl(result.kept, out)
         if report is not None:
-            tmp = report.with_name(report.name + ".tmp")
-            tmp.write_text(
+            write_text_atomic(
+                report,
                 "".join(
                     json.dumps(
                         {
@@ -77,9 +76,7 @@ def dedup(
                     + "\n"
                     for d in result.dropped
                 ),
-                encoding="utf-8",
             )
-            os.replace(tmp, report)
     table = Table(title="Dedup", title_justify="left", show_header=False)
     table.add_row("tools read", f"{len(tools):,}")
     for reason, count in result.counts().items():
@@ -120,11 +117,8 @@ def envs(
     a killed run continues where it stopped, and a second run makes no call and writes the same files.
     """
     from toolwild.cli._common import run_async
+    from toolwild.core.files import write_json
     from toolwild.core.formats.environment import ENV_SUFFIX, write_environment
-    from toolwild.eval.runner import write_json
-    from toolwild.llm.cache import ResponseCache
-    from toolwild.llm.client import LLM
-    from toolwild.llm.registry import create_backend
     from toolwild.synth.envgen import SynthConfig, synth_environments
 
     names = [f.strip() for f in fields.split(",") if f.strip()]
@@ -132,7 +126,7 @@ def envs(
         if not names:
             raise ConfigError("--fields names no field")
         out.mkdir(parents=True, exist_ok=True)
-        llm = LLM(create_backend(model, base_url=base_url), cache=ResponseCache(out / "cache.sqlite"))
+        llm = make_llm(model, base_url=base_url, cache=out / "cache.sqlite")
         config = SynthConfig(
             subdomains_per_field=per_field,
             families_per_subdomain=families,

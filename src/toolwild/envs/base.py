@@ -14,9 +14,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from toolwild.core.schema import schema_errors
 from toolwild.core.tool import Tool
 
-__all__ = ["EnvironmentBackend", "Episode", "Observation", "ToolError", "ToolErrorKind", "diff_states"]
+__all__ = [
+    "EnvironmentBackend",
+    "Episode",
+    "Observation",
+    "ToolError",
+    "ToolErrorKind",
+    "diff_states",
+    "precheck",
+]
 
 
 class ToolErrorKind(StrEnum):
@@ -101,6 +110,20 @@ class EnvironmentBackend(ABC):
     @abstractmethod
     def reset(self, *, seed: int = 0) -> Episode:
         """Start a fresh, isolated episode."""
+
+
+def precheck(tool: Tool | None, name: str, arguments: Any) -> Tool | Observation:
+    """The tool to run, or what a service answers before running anything: unknown tool, arguments not an object,
+    or every schema violation at once. Backends without code (replay, llm) share it, so a call is refused the same
+    way whoever answers it."""
+    if tool is None:
+        return Observation.failure(ToolErrorKind.UNKNOWN_TOOL, f"no tool {name!r}")
+    if not isinstance(arguments, dict):
+        return Observation.failure(ToolErrorKind.INVALID_ARGUMENTS, "arguments must be a JSON object")
+    problems = schema_errors(tool.parameters, arguments)
+    if problems:
+        return Observation.failure(ToolErrorKind.INVALID_ARGUMENTS, "; ".join(problems))
+    return tool
 
 
 def diff_states(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:

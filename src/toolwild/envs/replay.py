@@ -19,9 +19,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from toolwild.core.environment import Environment, Recording
-from toolwild.core.schema import schema_errors
 from toolwild.core.tool import Tool
-from toolwild.envs.base import EnvironmentBackend, Episode, Observation, ToolErrorKind
+from toolwild.envs.base import EnvironmentBackend, Episode, Observation, ToolErrorKind, precheck
 
 __all__ = ["ReplayEnvironment", "ReplayEpisode", "loose_value"]
 
@@ -83,14 +82,9 @@ class ReplayEpisode(Episode):
 
     def call(self, name: str, arguments: dict[str, Any]) -> Observation:
         """Answer from the recordings."""
-        tool = self.backend._tools.get(name)
-        if tool is None:
-            return Observation.failure(ToolErrorKind.UNKNOWN_TOOL, f"no tool {name!r}")
-        if not isinstance(arguments, dict):
-            return Observation.failure(ToolErrorKind.INVALID_ARGUMENTS, "arguments must be a JSON object")
-        problems = schema_errors(tool.parameters, arguments)
-        if problems:
-            return Observation.failure(ToolErrorKind.INVALID_ARGUMENTS, "; ".join(problems))
+        tool = precheck(self.backend._tools.get(name), name, arguments)
+        if isinstance(tool, Observation):
+            return tool
         index = self._find(name, arguments)
         if index is None:
             return Observation.failure(ToolErrorKind.NO_RECORDING, f"no recorded answer for this call of {name!r}")

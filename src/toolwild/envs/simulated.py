@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from toolwild.core.environment import Environment
 from toolwild.core.schema import normalize_schema, schema_errors
 from toolwild.core.tool import Effect, Tool
-from toolwild.envs.base import EnvironmentBackend, Episode, Observation, ToolErrorKind
+from toolwild.envs.base import EnvironmentBackend, Episode, Observation, ToolErrorKind, precheck
 from toolwild.envs.patch import PatchError, PatchOp, apply_patch
 from toolwild.errors import ConfigError, StructuredOutputError
 from toolwild.llm.client import LLM
@@ -174,14 +174,9 @@ class SimulatedEpisode(Episode):
 
     async def acall(self, name: str, arguments: dict[str, Any]) -> Observation:
         """Answer one call (see the module docstring for the steps)."""
-        tool = self.backend.tool(name)
-        if tool is None:
-            return Observation.failure(ToolErrorKind.UNKNOWN_TOOL, f"no tool {name!r}")
-        if not isinstance(arguments, dict):
-            return Observation.failure(ToolErrorKind.INVALID_ARGUMENTS, "arguments must be a JSON object")
-        problems = schema_errors(tool.parameters, arguments)
-        if problems:
-            return Observation.failure(ToolErrorKind.INVALID_ARGUMENTS, "; ".join(problems))
+        tool = precheck(self.backend.tool(name), name, arguments)
+        if isinstance(tool, Observation):
+            return tool
         try:
             observation = await self._simulate(tool, arguments)
         except StructuredOutputError as exc:

@@ -8,15 +8,14 @@ errors), and runs only the sessions still missing: none redone, none lost, none 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolwild.core.files import write_text_atomic
 from toolwild.core.formats.results import append_trajectory
 from toolwild.core.session import Session, Suite
 from toolwild.core.trajectory import Trajectory, TrajectoryStatus
@@ -104,9 +103,7 @@ def load_run_trajectories(run_dir: Path, *, repair: bool = False) -> list[Trajec
         kept[traj.session_id] = (line, traj)
     final = {sid: v for sid, v in kept.items() if v[1].status is not TrajectoryStatus.INFRA_ERROR}
     if repair:
-        tmp = path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(line + "\n" for line, _ in final.values()), encoding="utf-8")
-        os.replace(tmp, path)
+        write_text_atomic(path, "".join(line + "\n" for line, _ in final.values()))
         return [t for _, t in final.values()]
     return [t for _, t in kept.values()]
 
@@ -218,10 +215,3 @@ async def run_suite(
 
         await asyncio.gather(*(worker(s) for s in todo))
     return [verdicts.get(s.id) or failed_session(s, config.mode, "not run") for s in suite.sessions]
-
-
-def write_json(path: Path, value: object) -> None:
-    """Write JSON atomically (temp file + rename)."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(value, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)

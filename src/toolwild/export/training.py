@@ -19,6 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from toolwild.core.files import write_text_atomic
 from toolwild.core.formats.openai_tools import to_openai_tool
 from toolwild.core.session import Session, Suite
 from toolwild.errors import DataError, MissingDependencyError
@@ -126,18 +127,9 @@ def sharegpt_record(session: Session) -> dict[str, Any]:
 
 
 def _write_lines(records: Iterable[dict[str, Any]], path: Path) -> int:
-    tmp = path.with_name(path.name + ".tmp")
-    count = 0
-    try:
-        with tmp.open("w", encoding="utf-8") as handle:
-            for record in records:
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-                count += 1
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # nothing half-written is left behind
-        raise
-    return count
+    lines = [json.dumps(record, ensure_ascii=False) + "\n" for record in records]  # a bad session raises first
+    write_text_atomic(path, "".join(lines))
+    return len(lines)
 
 
 def _write_parquet(suite: Suite, path: Path) -> int:

@@ -107,6 +107,10 @@ class TokenEmbedder:
             self._common = vt[:1]
         return self._normalized(raw)
 
+    def fit_embed_texts(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
+        """:meth:`fit_embed` on texts (tokenised on every core)."""
+        return self.fit_embed(self.tokenize_many(texts))
+
     def _pooled(self, token_lists: Sequence[Sequence[int]]) -> np.ndarray[Any, np.dtype[np.float32]]:
         """IDF-weighted mean token vectors, in small chunks: the gathered token vectors of a chunk stay in cache
         (large chunks spend their time in page faults and memory traffic)."""

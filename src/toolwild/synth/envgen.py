@@ -27,7 +27,7 @@ from toolwild.errors import StructuredOutputError
 from toolwild.llm.client import LLM
 from toolwild.llm.structured import generate_structured
 from toolwild.synth.checks import CheckKind, contract_problems, dependency_problems, schema_problems
-from toolwild.synth.dedup import exact_dedup, tool_key
+from toolwild.synth.dedup import Dropped, exact_dedup, tool_key
 from toolwild.synth.models import FamilyList, SeedData, SubdomainList, ToolDraft, ToolDraftList, object_schema
 
 __all__ = ["SynthConfig", "SynthResult", "synth_environments"]
@@ -268,6 +268,18 @@ def _tool_json(tool: Tool) -> str:
     ]
 
 
+def _remove(run: _Run, environments: list[Environment], dropped: list[Dropped]) -> None:
+    """Take dedup drops out of the environments, each recorded with the tool it duplicates."""
+    by_key = {d.key: d for d in dropped}
+    for env in environments:
+        for tool in env.tools:
+            d = by_key.get(tool_key(tool))
+            if d is not None:
+                cosine = f" (cosine {d.similarity})" if d.similarity is not None else ""
+                run.drop(tool, "dedup", [f"{d.reason.value} of {d.duplicate_of}{cosine}"])
+        env.tools = [t for t in env.tools if tool_key(t) not in by_key]
+
+
 def _semantic_pass(run: _Run, environments: list[Environment]) -> None:
     tools = [t for e in environments for t in e.tools]
     if run.config.tau is None:
@@ -281,16 +293,9 @@ def _semantic_pass(run: _Run, environments: list[Environment]) -> None:
     from toolwild.synth.embedding import TokenEmbedder
 
     run.progress("semantic dedup")
-    embedder = TokenEmbedder()
-    vectors = embedder.fit_embed(embedder.tokenize_many([embedding_text(t) for t in tools]))
+    vectors = TokenEmbedder().fit_embed_texts([embedding_text(t) for t in tools])
     report = semantic_dedup(tools, vectors, tau=run.config.tau)
-    similar = {d.key: d for d in report.dropped}
-    for env in environments:
-        for tool in env.tools:
-            if tool_key(tool) in similar:
-                d = similar[tool_key(tool)]
-                run.drop(tool, "dedup", [f"{d.reason.value} of {d.duplicate_of} (cosine {d.similarity})"])
-        env.tools = [t for t in env.tools if tool_key(t) not in similar]
+    _remove(run, environments, report.dropped)
 
 
 async def synth_environments(
@@ -302,13 +307,7 @@ async def synth_environments(
     for field_name in fields:
         environments += await run.field(field_name)
     report = exact_dedup([t for e in environments for t in e.tools])
-    duplicate = {d.key: d for d in report.dropped}
-    for env in environments:
-        for tool in env.tools:
-            if tool_key(tool) in duplicate:
-                d = duplicate[tool_key(tool)]
-                run.drop(tool, "dedup", [f"{d.reason.value} of {d.duplicate_of}"])
-        env.tools = [t for t in env.tools if tool_key(t) not in duplicate]
+    _remove(run, environments, report.dropped)
     _semantic_pass(run, environments)
     if run.config.audit_threshold is not None:
         from toolwild.synth.audit import audit_environment

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from toolwild.core.environment import Environment
+from toolwild.core.files import write_text_atomic
 from toolwild.core.jsonl import validation_to_data_error
 from toolwild.errors import DataError
 
@@ -42,10 +42,7 @@ def write_environment(environment: Environment, path: str | Path) -> Path:
     """Write an environment file atomically (a killed write never leaves half a file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
     data = environment.model_dump(mode="json", exclude_defaults=True)
     # the version and the backend are always written: a reader should not have to know our defaults
     data = {"format_version": environment.format_version, "backend": environment.backend.value, **data}
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_text_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")

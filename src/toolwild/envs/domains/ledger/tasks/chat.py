@@ -155,10 +155,7 @@ def _recall(ctx: Context) -> list[Option]:
 def _explain_salient(ctx: Context) -> list[Option]:
     """The always-available follow-up: what kind of account an earlier task was about."""
     out = []
-    for task, account in sorted(ctx.salient.items()):
-        close = task == ctx.position - 1
-        if not close and task != 0:
-            continue
+    for task, account, close, mode in ctx.salient_targets():
         root = account.split(":", 1)[0]
         if root not in _ROOT_EXPLANATIONS:
             continue
@@ -168,7 +165,6 @@ def _explain_salient(ctx: Context) -> list[Option]:
             text = "Going back to my first question: what kind of account was that, exactly?"
         name = account if ":" in account else f"The {root} group"
         answer = f"{name} is {_ROOT_EXPLANATIONS[root]}"
-        mode: Mode = "coref" if close else "long"
         build = _answer(ctx, answer, account)
         out.append(_option("explain_account", text, mode, task, build, key=("explain", account), weight=0.35))
     return out

@@ -291,11 +291,7 @@ def _recategorize_and_balance(ctx: Context) -> list[Option]:
 def _salient_pair(ctx: Context) -> list[Option]:
     """The always-available follow-up: two views of the account an earlier task was about."""
     out = []
-    for task, account in sorted(ctx.salient.items()):
-        close = task == ctx.position - 1
-        if not close and task != 0:
-            continue  # an earlier topic is named as "my first question", which only task 0 can be
-        mode: Mode = "coref" if close else "long"
+    for task, account, close, mode in ctx.salient_targets():
         label = "that" if close else "the category from my first question"
         if account.startswith("Expenses"):
             last, now = last_month(ctx.today), this_month(ctx.today)
@@ -611,11 +607,7 @@ def _write_then_two(ctx: Context) -> list[Option]:
 def _salient_compare(ctx: Context) -> list[Option]:
     """The other always-available follow-up: the account an earlier task was about next to a sibling account."""
     out = []
-    for task, account in sorted(ctx.salient.items()):
-        close = task == ctx.position - 1
-        if not close and task != 0:
-            continue
-        mode: Mode = "coref" if close else "long"
+    for task, account, close, mode in ctx.salient_targets():
         if account in _CATEGORIES:
             other = next(
                 c for c in _CATEGORIES if c != account and not account.startswith(c) and not c.startswith(account)

@@ -268,6 +268,17 @@ class Context:
         memos = self.memos_of(task)
         return memos[0] if len(memos) == 1 else None
 
+    def salient_targets(self) -> list[tuple[int, str, bool, Mode]]:
+        """``(task, account, close, mode)`` for each account a later turn can point back to: the previous task's
+        (``close``, coreference) or the first task's (long range, named as "my first question", which only task 0
+        can be); in task order."""
+        out: list[tuple[int, str, bool, Mode]] = []
+        for task, account in sorted(self.salient.items()):
+            close = task == self.position - 1
+            if close or task == 0:
+                out.append((task, account, close, "coref" if close else "long"))
+        return out
+
     def earlier_memos(self) -> list[Memo]:
         """Live transactions last mentioned two or more tasks ago (long-range targets)."""
         return [m for m in self.live_memos() if m.task <= self.position - 2]

@@ -115,10 +115,9 @@ def _balances(ctx: Context) -> list[Option]:
 def _salient_balance(ctx: Context) -> list[Option]:
     """The always-available follow-up: the balance of the account an earlier task was about."""
     out = []
-    for task, account in sorted(ctx.salient.items()):
-        close = task == ctx.position - 1
-        if account.startswith("Equity") or not (close or task == 0):
-            continue  # an earlier topic is named as "my first question", which only task 0 can be
+    for task, account, close, mode in ctx.salient_targets():
+        if account.startswith("Equity"):
+            continue
         back = "Going back to my first question: "
         if ":" not in account:
             noun = "bank accounts" if account == "Assets" else "spending categories"
@@ -153,7 +152,6 @@ def _salient_balance(ctx: Context) -> list[Option]:
                 if close
                 else f"{back}what's in that account now?"
             )
-        mode: Mode = "coref" if close else "long"
         build = _balance_build(ctx, account)
         out.append(_option("salient_balance", text, mode, task, build, key=("balance", account, None), weight=0.35))
     return out
@@ -188,12 +186,10 @@ def _spend_build(ctx: Context, period: Any, category: str) -> Any:
 def _salient_history(ctx: Context) -> list[Option]:
     """Another always-available follow-up: where the account an earlier task was about stood a month ago."""
     out = []
-    for task, account in sorted(ctx.salient.items()):
-        close = task == ctx.position - 1
-        if ":" not in account or account.startswith(("Equity", "Income")) or not (close or task == 0):
+    for task, account, close, mode in ctx.salient_targets():
+        if ":" not in account or account.startswith(("Equity", "Income")):
             continue
         back = "" if close else "Going back to my first question: "
-        mode: Mode = "coref" if close else "long"
         if account.startswith("Expenses"):
             period = last_month(ctx.today)
             text = f"{back}What did {'that' if close else 'that category'} come to last month?"
