@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from toolwild.cli._common import console, handled_errors
+from toolwild.cli._common import console, handled_errors, make_llm
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.jsonl import read_jsonl
 from toolwild.eval.validate import Severity, summarize_suite, validate_suite
@@ -38,6 +38,27 @@ def validate(
             "states must be the recorded ones.",
         ),
     ] = False,
+    subtypes: Annotated[
+        bool,
+        typer.Option(
+            "--subtypes/--no-subtypes",
+            help="Check every hidden-intent label against the values: a coreferential task needs a value the "
+            "previous task showed, a long-range one a value from two or more tasks back (and not the previous one).",
+        ),
+    ] = False,
+    env_model: Annotated[
+        str | None,
+        typer.Option(
+            help="With --replay: the model that simulates `llm` environments (e.g. local); without it they are skipped."
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="Base URL of an OpenAI-compatible server for --env-model.")
+    ] = None,
+    cache: Annotated[
+        Path | None,
+        typer.Option(help="The generation run's response cache: replayed simulator calls are answered from it."),
+    ] = None,
 ) -> None:
     """Check a suite: counts, type/subtype distribution, malformed records and gold-DAG problems.
 
@@ -51,8 +72,15 @@ def validate(
             if isinstance(obj, dict) and isinstance(obj.get("id"), str):
                 line_of[obj["id"]] = number
         summary = summarize_suite(suite)
+        simulator = make_llm(env_model, base_url=base_url, cache=cache) if env_model and replay else None
         problems = validate_suite(
-            suite, line_of=line_of, oracle_check=oracle_check, replay=replay, base_dir=suite_path.parent
+            suite,
+            line_of=line_of,
+            oracle_check=oracle_check,
+            replay=replay,
+            base_dir=suite_path.parent,
+            simulator=simulator,
+            subtypes=subtypes,
         )
 
     head = Table(title=f"{suite_path}", title_justify="left", show_header=False)

@@ -23,6 +23,7 @@ __all__ = [
     "Task",
     "TaskType",
     "TurnSubtype",
+    "shape_problem",
 ]
 
 ASK_ACTION = "ask_user_for_required_parameters"
@@ -180,3 +181,33 @@ class Task(BaseModel):
     def call_nodes(self) -> list[GoldNode]:
         """The real tool calls of the gold DAG (pseudo-actions left out)."""
         return [n for n in self.gold if n.kind is NodeKind.CALL]
+
+
+def shape_problem(task: Task) -> str | None:
+    """Why a task's gold DAG does not have the shape its type promises, or None when it does.
+
+    Single: one call. Parallel: two or more calls, none waiting for another. Sequential: a chain, each call after
+    the first waiting for the one before. Mixed: three or more calls with some dependency and some branching (two
+    roots, or one call feeding two). Clarify: asks and one call. Chat: only the answer.
+    """
+    calls = task.call_nodes
+    asks = [n for n in task.gold if n.kind is NodeKind.ASK]
+    dependent = [n for n in calls if any(task.gold[d].kind is NodeKind.CALL for d in n.dependency_list)]
+    expected = {
+        TaskType.SINGLE: len(calls) == 1 and not asks,
+        TaskType.PARALLEL: len(calls) >= 2 and not dependent and not asks,
+        TaskType.SEQUENTIAL: len(calls) >= 2 and len(dependent) == len(calls) - 1 and not asks,
+        TaskType.MIXED: len(calls) >= 3 and 0 < len(dependent) and not asks,
+        TaskType.CLARIFY: len(calls) == 1 and bool(asks),
+        TaskType.CHAT: not calls and not asks and len(task.gold) == 1,
+    }[task.type]
+    if task.type is TaskType.SEQUENTIAL:
+        expected = expected and all(calls[i].idx - 1 in calls[i].dependency_list for i in range(1, len(calls)))
+    if task.type is TaskType.MIXED:
+        roots = [n for n in calls if n not in dependent]
+        expected = expected and (
+            len(roots) >= 2 or any(sum(1 for m in dependent if r.idx in m.dependency_list) >= 2 for r in roots)
+        )
+    if expected:
+        return None
+    return f"a {task.type.value} task has the wrong gold shape: {[n.name for n in task.gold]}"

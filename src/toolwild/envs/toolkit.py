@@ -33,11 +33,13 @@ class ToolFailure(Exception):
         self.message = message
 
 
-def tool(*, effect: Effect) -> Callable[[F], F]:
-    """Mark a toolkit method as a tool with a read or write effect."""
+def tool(*, effect: Effect, consumes: tuple[str, ...] = (), produces: tuple[str, ...] = ()) -> Callable[[F], F]:
+    """Mark a toolkit method as a tool with a read or write effect, and the entity types it takes and returns (so
+    task generation can chain it)."""
 
     def mark(fn: F) -> F:
         fn.__toolwild_effect__ = effect  # type: ignore[attr-defined]
+        fn.__toolwild_entities__ = (list(consumes), list(produces))  # type: ignore[attr-defined]
         return fn
 
     return mark
@@ -100,7 +102,17 @@ class Toolkit(Episode):
                 if pname in arg_docs:
                     prop["description"] = arg_docs[pname]
             schema.setdefault("required", [])
-            specs.append(Tool(name=name, description=description, parameters=schema, effect=fn.__toolwild_effect__))
+            consumes, produces = getattr(fn, "__toolwild_entities__", ([], []))
+            specs.append(
+                Tool(
+                    name=name,
+                    description=description,
+                    parameters=schema,
+                    effect=fn.__toolwild_effect__,
+                    consumes=consumes,
+                    produces=produces,
+                )
+            )
         return specs
 
     @classmethod

@@ -4,6 +4,7 @@ session's environment (observations and states must be the recorded ones)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwild.core.environment import BackendKind
+from toolwild.core.hidden_intent import check_subtypes
 from toolwild.core.session import Session, Suite
 from toolwild.core.task import NodeKind
 from toolwild.core.verdict import ScoringMode
@@ -22,8 +24,17 @@ from toolwild.eval.agents.oracle import oracle_trajectory
 from toolwild.eval.scoring.arguments import CORRECT, check_schema
 from toolwild.eval.scoring.session import api_parameters, score_session
 from toolwild.eval.session import environment_seed
+from toolwild.llm.client import LLM
 
-__all__ = ["Problem", "Severity", "SuiteSummary", "replay_problems", "summarize_suite", "validate_suite"]
+__all__ = [
+    "Problem",
+    "Severity",
+    "SuiteSummary",
+    "areplay_problems",
+    "replay_problems",
+    "summarize_suite",
+    "validate_suite",
+]
 
 _WTB_ID = re.compile(r"^wild_tool_bench_(\d+)$")
 
@@ -81,21 +92,30 @@ def _recorded_form(observation: Observation, recorded: Any) -> Any:
     return observation.result if observation.ok else observation.model_dump(mode="json", include={"ok", "error"})
 
 
-def replay_problems(session: Session, *, where: str = "", base_dir: Path | None = None) -> list[Problem]:
+def replay_problems(
+    session: Session, *, where: str = "", base_dir: Path | None = None, simulator: LLM | None = None
+) -> list[Problem]:
     """Replay the session's gold calls, in order, on a fresh episode of its environment: every observation must be
     the recorded one and every task must leave the expected state.
 
-    Environments simulated by a model are not replayed (that needs a model; their recordings come from the
-    generation run's cache); a missing environment is an error.
+    Environments simulated by a model are replayed only when a ``simulator`` is given (the generation run's model
+    with its cache: a replay is then answered from the cache, identically); a missing environment is an error.
     """
+    return asyncio.run(areplay_problems(session, where=where, base_dir=base_dir, simulator=simulator))
+
+
+async def areplay_problems(
+    session: Session, *, where: str = "", base_dir: Path | None = None, simulator: LLM | None = None
+) -> list[Problem]:
+    """:func:`replay_problems` from async code."""
     where = where or session.id
     if not session.environment:
         return []
     try:
         described = describe_environment(session.environment, base_dir=base_dir)
-        if described is not None and described.backend is BackendKind.LLM:
+        if described is not None and described.backend is BackendKind.LLM and simulator is None:
             return []
-        backend = get_environment(session.environment, base_dir=base_dir)
+        backend = get_environment(session.environment, base_dir=base_dir, simulator=simulator)
     except ToolwildError as exc:
         return [Problem(Severity.ERROR, where, f"environment {session.environment!r}: {exc}")]
     problems: list[Problem] = []
@@ -103,7 +123,8 @@ def replay_problems(session: Session, *, where: str = "", base_dir: Path | None 
     try:
         for ti, task in enumerate(session.tasks):
             for node in task.call_nodes:
-                observed = _recorded_form(episode.call(node.name, dict(node.action.arguments)), node.observation)
+                answer = await episode.acall(node.name, dict(node.action.arguments))
+                observed = _recorded_form(answer, node.observation)
                 if observed != node.observation:
                     problems.append(
                         Problem(
@@ -128,6 +149,8 @@ def validate_suite(
     oracle_check: bool = True,
     replay: bool = False,
     base_dir: Path | None = None,
+    simulator: LLM | None = None,
+    subtypes: bool = False,
 ) -> list[Problem]:
     """Everything wrong with a (well-formed) suite, most serious first.
 
@@ -137,6 +160,8 @@ def validate_suite(
         oracle_check: also score the gold path in both modes (every task must be correct).
         replay: also replay every session's gold calls on its environment (see :func:`replay_problems`).
         base_dir: where relative environment-file references are resolved (the suite's folder).
+        simulator: the model (with its cache) that answers environments simulated by a model, for ``replay``.
+        subtypes: also check every hidden-intent label against the values (:mod:`toolwild.core.hidden_intent`).
     """
     problems: list[Problem] = []
     for session in suite.sessions:
@@ -168,8 +193,17 @@ def validate_suite(
                             problems.append(Problem(Severity.WARNING, nat, f"gold arguments fail the schema: {status}"))
         if any(p.severity is Severity.ERROR and p.where.startswith(where) for p in problems):
             continue
+        if subtypes:
+            for finding in check_subtypes(session):
+                problems.append(
+                    Problem(
+                        Severity.ERROR,
+                        f"{where} task {finding.task_index}",
+                        f"{finding.subtype.value} not borne out: {finding.message}",
+                    )
+                )
         if replay:
-            problems.extend(replay_problems(session, where=where, base_dir=base_dir))
+            problems.extend(replay_problems(session, where=where, base_dir=base_dir, simulator=simulator))
         if not oracle_check:
             continue
         for mode in ScoringMode:

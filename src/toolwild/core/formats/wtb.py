@@ -195,8 +195,12 @@ def session_from_wtb(record: Any, *, index: int | None = None) -> Session:
     )
 
 
-def session_to_wtb(session: Session) -> dict[str, Any]:
-    """Write a session in the published record layout (same JSON value as the record it was read from)."""
+def session_to_wtb(session: Session, *, published: bool = False) -> dict[str, Any]:
+    """Write a session in the published record layout (same JSON value as the record it was read from).
+
+    ``published``: only the published keys (no environment reference, expected states or generator notes), for
+    the original harness; toolwild's own files keep them, so free-running evaluation finds the environment.
+    """
     extra = dict(session.extra)
     no_subtypes = extra.pop("__no_subtypes__", False)
     no_id = extra.pop("__no_id__", False)
@@ -216,6 +220,8 @@ def session_to_wtb(session: Session) -> dict[str, Any]:
         out["answer_list"] = alt if alt is not None else out["english_answer_list"]
     if no_id:
         del out["id"]
+    if published:
+        return out
     # ours, for free-running evaluation on a stateful environment (absent from published records)
     if session.environment is not None:
         out["environment"] = session.environment
@@ -249,11 +255,12 @@ def load_wtb_suite(
     return suite, report
 
 
-def write_wtb_suite(suite: Suite, path: str | Path) -> None:
-    """Write a suite as WildToolBench JSONL (one record per line, UTF-8, not ASCII-escaped)."""
+def write_wtb_suite(suite: Suite, path: str | Path, *, published: bool = False) -> None:
+    """Write a suite as WildToolBench JSONL (one record per line, UTF-8, not ASCII-escaped; ``published``: see
+    :func:`session_to_wtb`)."""
     p = Path(path)
     tmp = p.with_suffix(p.suffix + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
         for s in suite.sessions:
-            fh.write(json.dumps(session_to_wtb(s), ensure_ascii=False) + "\n")
+            fh.write(json.dumps(session_to_wtb(s, published=published), ensure_ascii=False) + "\n")
     tmp.replace(p)

@@ -34,7 +34,7 @@ class InventoryEpisode(Toolkit):
         """The stock and the order log."""
         return self.data.model_dump()
 
-    @tool(effect=Effect.READ)
+    @tool(effect=Effect.READ, consumes=("item",), produces=("item",))
     def get_stock(self, item: str) -> dict[str, Any]:
         """How many units of an item are in stock.
 
@@ -45,12 +45,12 @@ class InventoryEpisode(Toolkit):
             raise ToolFailure(ToolErrorKind.NOT_FOUND, f"no item {item!r}")
         return {"item": item, "units": self.data.stock[item]}
 
-    @tool(effect=Effect.READ)
+    @tool(effect=Effect.READ, produces=("item",))
     def list_items(self) -> list[str]:
         """All items the shop stocks."""
         return sorted(self.data.stock)
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, consumes=("item",), produces=("item",))
     def restock(self, item: str, units: int) -> dict[str, Any]:
         """Add units of an item to the stock.
 
@@ -65,7 +65,7 @@ class InventoryEpisode(Toolkit):
         self.data.stock[item] += units
         return {"item": item, "units": self.data.stock[item]}
 
-    @tool(effect=Effect.WRITE)
+    @tool(effect=Effect.WRITE, consumes=("item",), produces=("order_id",))
     def place_order(self, item: str, units: int) -> dict[str, Any]:
         """Sell units of an item; fails when the stock is too low.
 

@@ -10,7 +10,6 @@ task stores the canonical ledger state its gold calls leave behind.
 
 from __future__ import annotations
 
-import itertools
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -18,8 +17,9 @@ from datetime import date
 from pathlib import Path
 
 from toolwild.core.formats.wtb import write_wtb_suite
+from toolwild.core.patterns import BUCKET_CYCLE, patterns_with, published_patterns
 from toolwild.core.session import Session, Suite
-from toolwild.core.task import CoarseType, NodeKind, Task, TaskType, TurnSubtype
+from toolwild.core.task import CoarseType, Task, TaskType, TurnSubtype, shape_problem
 from toolwild.core.tool import Tool
 from toolwild.envs.domains.ledger.seed import ledger_today
 from toolwild.envs.domains.ledger.tasks.chat import chat_options
@@ -36,7 +36,7 @@ from toolwild.envs.domains.ledger.tasks.scenario import (
 from toolwild.envs.domains.ledger.tasks.single import single_options
 from toolwild.envs.domains.ledger.tools import LedgerEpisode
 
-__all__ = ["build_ledger_suite", "ledger_seed_for", "published_patterns", "write_ledger_suite"]
+__all__ = ["build_ledger_suite", "ledger_seed_for", "write_ledger_suite"]
 
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _OPTIONS: dict[CoarseType, Callable[[Context], list[Option]]] = {
@@ -45,9 +45,6 @@ _OPTIONS: dict[CoarseType, Callable[[Context], list[Option]]] = {
     CoarseType.CLARIFY: clarify_options,
     CoarseType.CHAT: chat_options,
 }
-_BUCKET_CYCLE = (3, 2, 1, 3, 2, 0, 3, 2, 1, 3, 2, 3, 1, 2, 3, 2)
-"""Transition buckets of consecutive sessions: per 16 sessions 1 x 0, 3 x 1, 6 x 2, 6 x 3 (the published suite is
-4/36/108/108 of 256, which would leave bucket 0 empty in small suites)."""
 _SUBTYPE_TARGET = {TurnSubtype.COREFERENTIAL: 0.42, TurnSubtype.PARTIAL: 0.32, TurnSubtype.LONG_RANGE: 0.26}
 _MULTI_TARGET = {TaskType.PARALLEL: 0.45, TaskType.SEQUENTIAL: 0.25, TaskType.MIXED: 0.30}
 _MAX_ATTEMPTS = 20
@@ -67,16 +64,11 @@ _FOLLOW_UPS = frozenset(
     }
 )
 """Templates that act on an earlier write (the heart of a write-back agent): preferred whenever they fit."""
-_PATTERNS = list(itertools.product(list(CoarseType), repeat=4))
 
 
 def ledger_seed_for(seed: int, index: int) -> int:
     """The ledger seed of session ``index`` of a suite generated with ``seed``."""
     return seed * 10_000 + index
-
-
-def _transitions(pattern: tuple[CoarseType, ...]) -> int:
-    return sum(1 for a, b in itertools.pairwise(pattern) if a != b)
 
 
 class _Balancer:
@@ -112,31 +104,6 @@ class _Balancer:
             self.multi[task.type] += 1
 
 
-def _check_shape(task: Task) -> None:
-    """The gold DAG must have the shape its type promises (a template bug otherwise)."""
-    calls = task.call_nodes
-    asks = [n for n in task.gold if n.kind is NodeKind.ASK]
-    dependent = [n for n in calls if any(task.gold[d].kind is NodeKind.CALL for d in n.dependency_list)]
-    expected = {
-        TaskType.SINGLE: len(calls) == 1 and not asks,
-        TaskType.PARALLEL: len(calls) >= 2 and not dependent and not asks,
-        TaskType.SEQUENTIAL: len(calls) >= 2 and len(dependent) == len(calls) - 1 and not asks,
-        TaskType.MIXED: len(calls) >= 3 and 0 < len(dependent) and not asks,
-        TaskType.CLARIFY: len(calls) == 1 and bool(asks),
-        TaskType.CHAT: not calls and not asks and len(task.gold) == 1,
-    }[task.type]
-    if task.type is TaskType.SEQUENTIAL:
-        # a chain: every call but the first depends on the one before it
-        expected = expected and all(calls[i].idx - 1 in calls[i].dependency_list for i in range(1, len(calls)))
-    if task.type is TaskType.MIXED:
-        roots = [n for n in calls if n not in dependent]
-        expected = expected and (
-            len(roots) >= 2 or any(sum(1 for m in dependent if r.idx in m.dependency_list) >= 2 for r in roots)
-        )
-    if not expected:
-        raise GenerationError(f"a {task.type.value} task has the wrong gold shape: {[n.name for n in task.gold]}")
-
-
 def _build_task(ctx: Context, option: Option) -> tuple[Task, bool]:
     rec = Recorder(ctx.episode)
     writes_before = len(ctx.episode.writes)
@@ -149,7 +116,9 @@ def _build_task(ctx: Context, option: Option) -> tuple[Task, bool]:
         gold=rec.nodes,
         expected_state=ctx.episode.state(),
     )
-    _check_shape(task)
+    problem = shape_problem(task)
+    if problem:
+        raise GenerationError(problem)
     return task, len(ctx.episode.writes) > writes_before
 
 
@@ -198,8 +167,8 @@ def _build_session(
     """One session; ``fixed`` forces its pattern of coarse types (retries then vary the templates, not the pattern)."""
     rng = random.Random(f"toolwild-ledger-suite:{seed}:{index}")
     ledger_seed = ledger_seed_for(seed, index)
-    bucket = _BUCKET_CYCLE[index % len(_BUCKET_CYCLE)]
-    patterns = [fixed] if fixed is not None else [p for p in _PATTERNS if _transitions(p) == bucket]
+    bucket = BUCKET_CYCLE[index % len(BUCKET_CYCLE)]
+    patterns = [fixed] if fixed is not None else patterns_with(bucket)
     failures: list[str] = []
     for _attempt in range(_MAX_ATTEMPTS):
         pattern = rng.choice(patterns)
@@ -229,17 +198,6 @@ def _build_session(
             },
         )
     raise GenerationError(f"session {index}: no pattern could be filled ({'; '.join(failures)})")
-
-
-def published_patterns(seed: int = 0) -> list[tuple[CoarseType, ...]]:
-    """The published design: each of the 4^4 orderings of {single, multi, clarify, chat} once, in a seeded order.
-
-    Per 256 sessions this gives 256 tasks of each coarse type and transition buckets 4/36/108/108 (sessions with
-    0/1/2/3 adjacent type changes: 4 x C(3, k) x 3^k).
-    """
-    patterns = list(_PATTERNS)
-    random.Random(f"toolwild-ledger-published:{seed}").shuffle(patterns)
-    return patterns
 
 
 def build_ledger_suite(n_sessions: int = 64, *, seed: int = 0, like_published: bool = False) -> Suite:

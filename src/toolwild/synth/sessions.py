@@ -1,0 +1,292 @@
+"""Wild sessions over any environment: patterns of coarse types, hidden-intent subtypes, verified tasks.
+
+Each session runs on one environment (round robin over the ones given) with its own episode, and gets a pattern of
+coarse types: every 4^4 ordering once per 256 sessions (``like_published``), a fixed number of instruction
+transitions, or the default cycle of transition buckets (:mod:`toolwild.core.patterns`). Its tasks are built
+bottom-up in order (:mod:`toolwild.synth.tasks`), later ones leaning on earlier ones with the subtype mix of the
+published suite; a position that cannot be filled restarts the session, and a session that cannot be built is
+reported, with every reason, and left out. Generation is deterministic for a seed (and, with a model, for its
+cache): a second run writes the same suite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any
+
+from toolwild.core.environment import BackendKind
+from toolwild.core.patterns import BUCKET_CYCLE, Pattern, patterns_with, published_patterns
+from toolwild.core.session import Session, Suite
+from toolwild.core.task import CoarseType, TaskType
+from toolwild.core.tool import Effect, Tool
+from toolwild.envs.base import EnvironmentBackend
+from toolwild.envs.registry import describe_environment, get_environment
+from toolwild.llm.client import LLM
+from toolwild.synth.chains import ToolGraph
+from toolwild.synth.tasks import Dropped, EnvHandle, SessionState, build_task
+from toolwild.synth.values import Fact, facts_of, leaves
+
+__all__ = ["SessionsConfig", "SessionsResult", "load_handle", "synth_sessions"]
+
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_SUBTYPE_MIX = {"coref": 0.42, "partial": 0.32, "long": 0.26}
+"""Published shares of the later-task subtypes (Coreferential 349, Partial 240, Long-Range 179 of 768)."""
+_MULTI_MIX = {TaskType.PARALLEL: 0.45, TaskType.SEQUENTIAL: 0.25, TaskType.MIXED: 0.30}
+
+
+@dataclass
+class SessionsConfig:
+    """The knobs of session generation."""
+
+    n_sessions: int = 256
+    seed: int = 0
+    like_published: bool = False
+    """Every ordering of the four coarse types once per 256 sessions (the published design)."""
+    transitions: int | None = None
+    """Every session with exactly this many instruction transitions (0-3); None: the default bucket cycle."""
+    max_calls: int = 3
+    """Calls (mini-tasks) of a multi-tool task, at most (2-4)."""
+    ambiguous: float = 0.25
+    """Share of tool tasks worded by what the tool does instead of its name."""
+    vague: float = 0.35
+    """Share of clarify tasks whose first reply is vague, forcing a second ask."""
+    distractors: int = 0
+    """Tools from the other environments added to each session's tool list (never part of the gold)."""
+    attempts: int = 30
+    """Task attempts per position before the session is restarted."""
+    restarts: int = 6
+    """Session restarts before the session is given up (and reported)."""
+    concurrency: int = 8
+
+
+@dataclass
+class SessionsResult:
+    """The suite, and what was dropped on the way (by reason), and who wrote the utterances."""
+
+    suite: Suite
+    failed_sessions: list[dict[str, Any]] = field(default_factory=list)
+    drops: Counter[str] = field(default_factory=Counter)
+    drop_examples: dict[str, str] = field(default_factory=dict)
+    utterances: Counter[str] = field(default_factory=Counter)
+
+
+def load_handle(ref: str, *, simulator: LLM | None = None, suite_ref: str | None = None) -> EnvHandle:
+    """An environment (built-in id or file) ready for generation; ``suite_ref`` is how the suite names it."""
+    backend: EnvironmentBackend = get_environment(ref, simulator=simulator)
+    described = describe_environment(ref)
+    recordings = None
+    description = ""
+    if described is not None:
+        description = described.description
+        if described.backend is BackendKind.REPLAY:
+            recordings = {}
+            for r in described.recordings:
+                recordings.setdefault(r.name, []).append(dict(r.arguments))
+    tools = list(backend.tools)
+    return EnvHandle(
+        ref=suite_ref or ref,
+        backend=backend,
+        tools=tools,
+        graph=ToolGraph(tools),
+        description=description,
+        recordings=recordings,
+    )
+
+
+def _today(rng: random.Random) -> date:
+    return date(2024, 1, 1) + timedelta(days=rng.randrange(366))
+
+
+async def _pool(env: EnvHandle, seed: int) -> list[Fact]:
+    """Values the environment itself shows: its state, and what its no-argument reads return (on a scratch episode,
+    never part of the conversation)."""
+    episode = env.backend.reset(seed=seed)
+    try:
+        pool = [Fact(-1, k, v) for k, v in leaves(episode.state(), "")]
+        for tool in env.tools:
+            if tool.required or tool.effect is Effect.WRITE or env.recordings is not None:
+                continue
+            observation = await episode.acall(tool.name, {})
+            if observation.ok:
+                pool += [Fact(-1, f.key, f.value) for f in facts_of(-1, tool, {}, observation.result)]
+    finally:
+        episode.close()
+    return pool
+
+
+async def _rebuild(state: SessionState) -> None:
+    """A fresh episode with the accepted gold calls replayed (after an attempt that may have changed the state)."""
+    state.episode.close()
+    state.episode = state.env.backend.reset(seed=state.seed)
+    for name, arguments, recorded in state.calls:
+        observation = await state.episode.acall(name, arguments)
+        if observation.model_dump(mode="json", include={"ok", "result"}) != recorded:
+            raise Dropped("the environment is not deterministic", f"replaying {name} gave another answer")
+
+
+def _modes(position: int, coarse: CoarseType, rng: random.Random) -> list[str]:
+    """Modes to try at a position, the preferred first (weighted by the published subtype mix)."""
+    if position == 0:
+        return ["first"]
+    modes = dict(_SUBTYPE_MIX)
+    if coarse in (CoarseType.MULTI, CoarseType.CLARIFY):
+        modes.pop("partial")
+    if position == 1:
+        modes.pop("long")
+    order = []
+    while modes:
+        pick = rng.choices(list(modes), weights=list(modes.values()), k=1)[0]
+        order.append(pick)
+        modes.pop(pick)
+    return order
+
+
+def _multi_types(env: EnvHandle, rng: random.Random) -> list[TaskType]:
+    kinds = dict(_MULTI_MIX)
+    if not env.graph.edges:
+        kinds = {TaskType.PARALLEL: 1.0}
+    order = []
+    while kinds:
+        pick = rng.choices(list(kinds), weights=list(kinds.values()), k=1)[0]
+        order.append(pick)
+        kinds.pop(pick)
+    return order
+
+
+async def _fill_pattern(
+    state: SessionState, pattern: Pattern, config: SessionsConfig, writer: LLM | None, drops: Counter[str], examples
+) -> None:
+    rng = state.rng
+    for position, coarse in enumerate(pattern):
+        modes = _modes(position, coarse, rng)
+        multis = _multi_types(state.env, rng)
+        for attempt in range(config.attempts):
+            # the preferred mode for two thirds of the attempts, then the others in turn
+            late = attempt - (2 * config.attempts) // 3
+            mode = modes[0] if late < 0 else modes[min(1 + late // 3, len(modes) - 1)]
+            multi = multis[0] if attempt < config.attempts // 2 else multis[attempt % len(multis)]
+            try:
+                await build_task(
+                    state,
+                    coarse,
+                    mode,
+                    multi=multi if coarse is CoarseType.MULTI else None,
+                    ambiguous=rng.random() < config.ambiguous,
+                    vague=rng.random() < config.vague,
+                    max_calls=config.max_calls,
+                    writer=writer,
+                )
+                break
+            except Dropped as dropped:
+                drops[dropped.reason] += 1
+                examples.setdefault(dropped.reason, str(dropped)[:300])
+                await _rebuild(state)
+        else:
+            raise Dropped(f"no {coarse.value} task fits position {position}")
+
+
+async def _session(
+    index: int,
+    env: EnvHandle,
+    pattern_for: Callable[[random.Random], Pattern],
+    config: SessionsConfig,
+    writer: LLM | None,
+    distractors: list[Tool],
+    result: SessionsResult,
+) -> Session | None:
+    rng = random.Random(f"toolwild-synth-sessions:{config.seed}:{index}")
+    env_seed = config.seed * 10_000 + index
+    pool = await _pool(env, env_seed)
+    reasons: list[str] = []
+    for _restart in range(config.restarts):
+        pattern = pattern_for(rng)
+        today = _today(rng)
+        state = SessionState(
+            env=env,
+            seed=env_seed,
+            rng=rng,
+            today=today,
+            episode=env.backend.reset(seed=env_seed),
+            pool=pool,
+        )
+        try:
+            await _fill_pattern(state, pattern, config, writer, result.drops, result.drop_examples)
+        except Dropped as dead_end:
+            reasons.append(f"{[c.value for c in pattern]}: {dead_end}")
+            continue
+        finally:
+            state.episode.close()
+        tools = list(env.tools)
+        extra_tools = rng.sample(distractors, min(config.distractors, len(distractors))) if distractors else []
+        tools += [t for t in extra_tools if t.name not in {x.name for x in tools}]
+        rng.shuffle(tools)
+        clock = f"{rng.randint(8, 21):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
+        for source in state.sources:
+            result.utterances[source] += 1
+        return Session(
+            id=f"wild_tool_bench_{index}",
+            env_info=f"{today.isoformat()} {clock} {_WEEKDAYS[today.weekday()]}",
+            tools=tools,
+            tasks=state.tasks,
+            environment=env.ref,
+            extra={
+                "env_seed": env_seed,
+                "generator": "toolwild.synth.sessions",
+                "utterance_sources": state.sources,
+                "mentioned_values": state.mentioned,
+                "distractors": sorted(t.name for t in extra_tools),
+            },
+        )
+    result.failed_sessions.append({"index": index, "environment": env.ref, "reasons": reasons})
+    return None
+
+
+async def synth_sessions(
+    envs: list[EnvHandle],
+    config: SessionsConfig,
+    *,
+    writer: LLM | None = None,
+    name: str = "synth",
+    progress: Callable[[], None] | None = None,
+) -> SessionsResult:
+    """Generate ``config.n_sessions`` sessions over ``envs`` (session ``i`` uses ``envs[i % len(envs)]``).
+
+    Args:
+        envs: environments (see :func:`load_handle`).
+        config: the knobs.
+        writer: a model that words the utterances (checked; the template is used when it fails); None: templates.
+        name: the suite's name.
+        progress: called once per finished session.
+    """
+    if not envs:
+        raise ValueError("no environment to generate sessions on")
+    result = SessionsResult(suite=Suite(name=name, source=f"toolwild synth sessions seed={config.seed}"))
+    published = published_patterns(config.seed) if config.like_published else None
+
+    def pattern_for(index: int) -> Callable[[random.Random], Pattern]:
+        if published is not None:
+            fixed = published[index % len(published)]
+            return lambda rng: fixed
+        bucket = config.transitions if config.transitions is not None else BUCKET_CYCLE[index % len(BUCKET_CYCLE)]
+        candidates = patterns_with(bucket)
+        return lambda rng: rng.choice(candidates)
+
+    gate = asyncio.Semaphore(max(1, config.concurrency))
+
+    async def one(index: int) -> Session | None:
+        env = envs[index % len(envs)]
+        others = [t for e in envs if e is not env for t in e.tools]
+        async with gate:
+            session = await _session(index, env, pattern_for(index), config, writer, others, result)
+        if progress is not None:
+            progress()
+        return session
+
+    sessions = await asyncio.gather(*(one(i) for i in range(config.n_sessions)))
+    result.suite.sessions = [s for s in sessions if s is not None]
+    return result
