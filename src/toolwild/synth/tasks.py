@@ -33,7 +33,15 @@ from toolwild.core.tool import Effect, Tool
 from toolwild.envs.base import EnvironmentBackend, Episode, diff_states
 from toolwild.llm.client import LLM
 from toolwild.synth.chains import Plan, PlannedCall, ToolGraph
-from toolwild.synth.utterances import Phrase, Wording, humanize, render_value, template_utterance, write_utterance
+from toolwild.synth.utterances import (
+    Phrase,
+    Wording,
+    humanize,
+    render_value,
+    template_utterance,
+    wording_problems,
+    write_utterance,
+)
 from toolwild.synth.values import Fact, facts_of, free_value, key_matches, leaves
 
 __all__ = ["Dropped", "EnvHandle", "SessionState", "build_task"]
@@ -346,6 +354,9 @@ async def build_task(
         )
         b.answer(f"Here is what I got. {answer}", chat=False)
     template = template_utterance(wording, rng)
+    broken = wording_problems(template, wording)
+    if broken:
+        raise Dropped("the template cannot word this task", broken[0])
     utterance, by_model = template, False
     if writer is not None:
         history = [t.utterance for t in state.tasks]

@@ -34,10 +34,11 @@ __all__ = [
 ]
 
 _VERBS = frozenset(
-    "add analyze apply approve assign book calculate cancel check compare compute convert create delete detect "
-    "estimate export fetch find generate get issue list lookup monitor pay place predict process query record "
-    "refund register reject remove restock retrieve schedule search send set submit track transfer update upload "
-    "validate verify".split()
+    "add analyze apply approve assign block book borrow calculate cancel change check close compare compute confirm "
+    "convert create delete detect download edit estimate export fetch find generate get import issue lend list "
+    "lookup monitor move notify open order pay place post predict process publish query rate record refund "
+    "register reject remove renew rent reserve reset restock retrieve return review schedule search send set "
+    "share start stop submit track transfer update upgrade upload validate verify".split()
 )
 _OPENERS = (("Please", "."), ("Can you", "?"), ("Could you", "?"), ("I need you to", "."), ("Go ahead and", "."))
 
