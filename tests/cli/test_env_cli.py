@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
-import time
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI, Reply
+from fake_openai import FakeOpenAI, Reply, serve_in_thread
 from typer.testing import CliRunner
 
 from toolwild.cli.main import app
@@ -109,7 +106,7 @@ def test_import_synthtools_envs_and_call_one_through_an_openai_compatible_simula
     fake = FakeOpenAI(
         lambda body: Reply(text='{"holds": true}' if '"holds"' in json.dumps(body) else json.dumps(reply))
     )
-    with _serving(fake) as base_url:
+    with serve_in_thread(fake) as base_url:
         args = example_value(tool["parameters"])
         ok = run(
             "env",
@@ -129,21 +126,3 @@ def test_import_synthtools_envs_and_call_one_through_an_openai_compatible_simula
     observation = json.loads(ok.output)
     assert observation["ok"] is True and observation["result"] == reply["result"]
     assert len(fake.requests) == 2 and "Refund_Calculator" in fake.requests[-1]["messages"][-1]["content"]
-
-
-@contextlib.contextmanager
-def _serving(app):
-    """Serve an ASGI app with uvicorn in a thread (the CLI runs its own event loop in this one)."""
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.should_exit = True
-        thread.join(5)

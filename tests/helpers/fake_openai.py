@@ -20,7 +20,7 @@ import contextlib
 import itertools
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,7 @@ __all__ = [
     "client_for",
     "fake_backend",
     "serve",
+    "serve_in_thread",
 ]
 
 FAKE_BASE_URL = "http://fake/v1"
@@ -258,3 +259,24 @@ async def serve(app: Any, *, host: str = "127.0.0.1", port: int = 0) -> AsyncIte
     finally:
         server.should_exit = True
         await task
+
+
+@contextlib.contextmanager
+def serve_in_thread(app: Any) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn in a thread, for CLI tests (the CLI runs its own event loop in the caller's
+    thread); yields the ``/v1`` base URL."""
+    import threading
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.should_exit = True
+        thread.join(5)

@@ -517,5 +517,5 @@ def _chat(state: SessionState, refs: list[_Reference], rng: random.Random) -> tu
     wording = Wording(
         kind="chat-recall", hidden=[fact.value], recall=(fact.key, ref.mode), first_reference=fact.task == 0
     )
-    answer = f"The {humanize(fact.key)} was {render_value(fact.value)}."
+    answer = f"That was {humanize(fact.key)} {render_value(fact.value)}."
     return wording, answer, [Fact(i, fact.key, fact.value)]

@@ -175,6 +175,15 @@ def wording_problems(text: str, wording: Wording) -> list[str]:
     for value in wording.hidden:
         if mentions(text, value):
             problems.append(f"- utterance: must not state {render_value(value)!r} (the assistant must infer it)")
+    low = text.lower()
+    if any(voice in low for voice in ("the user", "the assistant", "no tool")):
+        problems.append("- utterance: write as the user, in the first person (not about 'the user')")
+    pointers = [p for phrase in wording.phrases for p in phrase.refer]
+    if wording.kind == "chat-recall" and wording.recall is not None:
+        pointers.append(wording.recall[0])
+    for param in pointers:
+        if not any(word in low for word in humanize(param).split()):
+            problems.append(f"- utterance: must say which {humanize(param)} is meant (e.g. 'the same one as before')")
     return problems
 
 
