@@ -49,6 +49,8 @@ def test_mentions_matches_whole_tokens_and_number_spellings():
     assert mentions("cancel O-1001 now", "o-1001")
     assert not mentions("cancel O-10011", "O-1001")
     assert not mentions("on 2024-07-13", 3)
+    assert not mentions("on 2024-07-25", "25") and not mentions("order O-1025", 1025)
+    assert mentions("savings was at $13,000.00.", "13000.00") and mentions("at $13,000.00", 13000)
     assert mentions("it costs 12.50 dollars", 12.5)
     assert mentions("send 3 units", 3.0)
 

@@ -56,20 +56,34 @@ def scalar_values(value: Any) -> list[Any]:
 
 
 def _spellings(value: Any) -> list[str]:
+    """How a value may be written: as given, and a number (or numeric string, as money often is) also with two
+    decimals and with thousands separators ("13000.00" is said "$13,000.00")."""
+    out: set[str] = set()
     if isinstance(value, str):
-        return [value.strip().lower()]
+        out.add(value.strip().lower())
+        try:
+            number = float(value.replace(",", ""))
+        except ValueError:
+            return sorted(out)
+        if not re.fullmatch(r"-?[\d,]+(\.\d+)?", value.strip()):
+            return sorted(out)
+        value = number
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, int):
-        return [str(value)]
-    return sorted({repr(value), f"{value:.2f}"})
+        out |= {str(value), f"{value:,}"}
+    else:
+        out |= {repr(value), f"{value:.2f}", f"{value:,.2f}"}
+    if abs(value) >= 1000 or isinstance(value, float):
+        out.add(f"{value:,.2f}")
+    return sorted(out)
 
 
 def mentions(text: str, value: Any) -> bool:
-    """Whether ``text`` contains ``value`` as a whole token (so 3 is not found inside 2024-07-13)."""
+    """Whether ``text`` contains ``value`` as a whole token (so 25 is not found inside 2024-07-25 or O-1025)."""
     low = text.lower()
     for spelling in _spellings(value):
-        if spelling and re.search(rf"(?<![\w.]){re.escape(spelling)}(?![\w]|\.\d)", low):
+        if spelling and re.search(rf"(?<![\w.\-/:]){re.escape(spelling)}(?![\w\-/:]|\.\d)", low):
             return True
     return False
 

@@ -17,6 +17,7 @@ from datetime import date
 from pathlib import Path
 
 from toolwild.core.formats.wtb import write_wtb_suite
+from toolwild.core.hidden_intent import check_subtypes
 from toolwild.core.patterns import BUCKET_CYCLE, patterns_with, published_patterns
 from toolwild.core.session import Session, Suite
 from toolwild.core.task import CoarseType, Task, TaskType, TurnSubtype, shape_problem
@@ -128,6 +129,29 @@ def _env_info(rng: random.Random, ledger_seed: int) -> str:
     return f"{today.isoformat()} {clock} {_WEEKDAYS[today.weekday()]}"
 
 
+def _value_label(earlier: list[Task], task: Task) -> Task:
+    """The task with the hidden-intent label its values bear out, when the template's label is not and another is.
+
+    A template labels by what it refers to ("my first question" is long range), but the value may have been shown
+    again since (then the previous task holds it: coreference). Labels the values cannot decide (a concept chat, an
+    omitted amount) keep the template's label.
+    """
+    if not earlier:
+        return task
+
+    def holds(subtype: TurnSubtype) -> bool:
+        candidate = task.model_copy(update={"subtype": subtype})
+        session = Session(id="check", env_info="", tools=[], tasks=[*earlier, candidate])
+        return not any(f.task_index == len(earlier) for f in check_subtypes(session))
+
+    if holds(task.subtype):
+        return task
+    for subtype in (TurnSubtype.COREFERENTIAL, TurnSubtype.LONG_RANGE, TurnSubtype.PARTIAL):
+        if subtype is not task.subtype and holds(subtype):
+            return task.model_copy(update={"subtype": subtype})
+    return task
+
+
 class _DeadEnd(Exception):
     """No template fits the next position of a pattern (the session is retried with another pattern)."""
 
@@ -147,6 +171,7 @@ def _fill(pattern: tuple[CoarseType, ...], ctx: Context, balancer: _Balancer) ->
         weights = [balancer.weight(o, position, extra=pending) for o in options]
         option = ctx.rng.choices(options, weights=weights, k=1)[0]
         task, wrote = _build_task(ctx, option)
+        task = _value_label(tasks, task)
         if wrote:
             ctx.wrote.add(position)
         ctx.templates[position] = option.template
