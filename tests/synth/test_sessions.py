@@ -223,3 +223,18 @@ def test_wording_rules():
 def test_orderings_cover_every_pattern_once_per_256():
     assert len(ALL_PATTERNS) == 256 == len(set(ALL_PATTERNS))
     assert sum(1 for p in ALL_PATTERNS if all(a == b for a, b in itertools.pairwise(p))) == 4
+
+
+def test_an_environment_its_simulator_cannot_answer_is_given_up_early(tmp_path):
+    """A simulator that never writes a valid reply: after a few failed gold calls in a row the environment is given
+    up for the run, every session is reported with the reason, and the model is not called again."""
+    path = tmp_path / "library.env.json"
+    write_environment(LIBRARY, path)
+    backend = ScriptedBackend(lambda request: "not json at all")
+    result = generate([str(path)], simulator=LLM(backend), n_sessions=5, concurrency=1)
+    assert result.suite.sessions == []
+    assert list(result.given_up) == [str(path)] and "simulation_failed" in result.given_up[str(path)]
+    assert [f["index"] for f in result.failed_sessions] == [0, 1, 2, 3, 4]
+    assert result.drops["gold call failed (simulation_failed)"] == SessionsConfig().simulator_patience
+    calls_for_one_session = len(backend.requests)
+    assert calls_for_one_session < 100

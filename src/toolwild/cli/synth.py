@@ -356,6 +356,7 @@ def sessions(
             "subtypes": dict(sorted(summary.subtypes.items())),
             "transitions": {str(k): v for k, v in sorted(summary.transitions.items())},
             "failed_sessions": result.failed_sessions,
+            "environments_given_up": result.given_up,
             "drops": dict(result.drops.most_common()),
             "drop_examples": result.drop_examples,
             "utterances": dict(result.utterances),
@@ -381,6 +382,8 @@ def sessions(
         table.add_row("utterances", ", ".join(f"{k} {v}" for k, v in sorted(result.utterances.items())))
     if result.failed_sessions:
         table.add_row("[red]sessions not built[/]", f"{len(result.failed_sessions)} (reasons in the report)")
+    for ref, why in result.given_up.items():
+        table.add_row(f"[red]given up: {ref}[/]", why)
     if verify:
         errors = sum(p.severity is Severity.ERROR for p in problems)
         table.add_row("verification", "[green]passed[/]" if not errors else f"[red]{errors} error(s)[/] (see report)")

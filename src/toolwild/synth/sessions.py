@@ -31,7 +31,7 @@ from toolwild.synth.chains import ToolGraph
 from toolwild.synth.tasks import Dropped, EnvHandle, SessionState, build_task
 from toolwild.synth.values import Fact, facts_of, leaves
 
-__all__ = ["SessionsConfig", "SessionsResult", "load_handle", "synth_sessions"]
+__all__ = ["SessionsConfig", "SessionsResult", "Unanswerable", "load_handle", "synth_sessions"]
 
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _SUBTYPE_MIX = {"coref": 0.42, "partial": 0.32, "long": 0.26}
@@ -61,7 +61,17 @@ class SessionsConfig:
     """Task attempts per position before the session is restarted."""
     restarts: int = 6
     """Session restarts before the session is given up (and reported)."""
+    simulator_patience: int = 8
+    """Gold calls the simulator fails to answer, with no task built in between, before its environment is given up
+    for the run (a model too small for the environment would otherwise burn every attempt of every session)."""
     concurrency: int = 8
+
+
+class Unanswerable(Dropped):
+    """The environment's simulator keeps failing: the environment is given up for the rest of the run."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("the simulator cannot answer this environment", detail)
 
 
 @dataclass
@@ -73,6 +83,8 @@ class SessionsResult:
     drops: Counter[str] = field(default_factory=Counter)
     drop_examples: dict[str, str] = field(default_factory=dict)
     utterances: Counter[str] = field(default_factory=Counter)
+    given_up: dict[str, str] = field(default_factory=dict)
+    """Environments the run stopped using (see :class:`Unanswerable`), with why."""
 
 
 def load_handle(ref: str, *, simulator: LLM | None = None, suite_ref: str | None = None) -> EnvHandle:
@@ -181,10 +193,18 @@ async def _fill_pattern(
                     max_calls=config.max_calls,
                     writer=writer,
                 )
+                state.simulator_failures = 0
                 break
             except Dropped as dropped:
                 drops[dropped.reason] += 1
                 examples.setdefault(dropped.reason, str(dropped)[:300])
+                state.simulator_failures += "simulation_failed" in dropped.reason
+                if state.simulator_failures >= config.simulator_patience:
+                    raise Unanswerable(
+                        f"{state.simulator_failures} gold calls since the last task built ended in "
+                        "simulation_failed: the simulator model cannot answer this environment (try a larger "
+                        "--env-model)"
+                    ) from None
                 await _rebuild(state)
         else:
             raise Dropped(f"no {coarse.value} task fits position {position}")
@@ -201,8 +221,11 @@ async def _session(
 ) -> Session | None:
     rng = random.Random(f"toolwild-synth-sessions:{config.seed}:{index}")
     env_seed = config.seed * 10_000 + index
-    pool = await _pool(env, env_seed)
     reasons: list[str] = []
+    if env.ref in result.given_up:
+        result.failed_sessions.append({"index": index, "environment": env.ref, "reasons": [result.given_up[env.ref]]})
+        return None
+    pool = await _pool(env, env_seed)
     for _restart in range(config.restarts):
         pattern = pattern_for(rng)
         today = _today(rng)
@@ -216,6 +239,10 @@ async def _session(
         )
         try:
             await _fill_pattern(state, pattern, config, writer, result.drops, result.drop_examples)
+        except Unanswerable as hopeless:
+            result.given_up.setdefault(env.ref, str(hopeless))
+            reasons.append(str(hopeless))
+            break
         except Dropped as dead_end:
             reasons.append(f"{[c.value for c in pattern]}: {dead_end}")
             continue

@@ -10,6 +10,7 @@ whose value the parent's result does not hold, a label the values do not bear ou
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 from datetime import date
@@ -31,6 +32,7 @@ from toolwild.core.task import (
 )
 from toolwild.core.tool import Effect, Tool
 from toolwild.envs.base import EnvironmentBackend, Episode, diff_states
+from toolwild.envs.replay import loose_value
 from toolwild.llm.client import LLM
 from toolwild.synth.chains import Plan, PlannedCall, ToolGraph
 from toolwild.synth.utterances import (
@@ -91,6 +93,8 @@ class SessionState:
     tasks: list[Task] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
     calls: list[tuple[str, dict[str, Any], Any]] = field(default_factory=list)
+    simulator_failures: int = 0
+    """Task attempts since the last task built whose gold call the simulator could not answer."""
     mentioned: list[list[Any]] = field(default_factory=list)
     """Per task, the values its user named in passing (a first chat's entity): the subtype check may use them as
     earlier values once it has seen them in that task's words."""
@@ -186,8 +190,6 @@ class _Builder:
 
 
 def _compact(result: Any, limit: int = 240) -> str:
-    import json
-
     text = json.dumps(result, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -258,8 +260,6 @@ def _fill(
 
 
 def _from_recordings(state: SessionState, tool: Tool, fixed: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    from toolwild.envs.replay import loose_value
-
     recorded = (state.env.recordings or {}).get(tool.name, [])
     fits = [r for r in recorded if all(loose_value(r.get(k)) == loose_value(v) for k, v in fixed.items())]
     if not fits:
