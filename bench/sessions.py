@@ -15,7 +15,7 @@ import asyncio
 import sys
 import tempfile
 import time
-import tracemalloc
+import resource
 from pathlib import Path
 
 from toolwild.core.formats.environment import write_environment
@@ -30,21 +30,19 @@ from library_env import LIBRARY, library_model  # noqa: E402
 
 
 def bench_inventory() -> None:
-    tracemalloc.start()
     start = time.perf_counter()
     result = asyncio.run(synth_sessions([load_handle("inventory")], SessionsConfig(n_sessions=256, like_published=True)))
     built = time.perf_counter() - start
     start = time.perf_counter()
     problems = validate_suite(result.suite, replay=True, subtypes=True)
     checked = time.perf_counter() - start
-    peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     tasks = sum(len(s.tasks) for s in result.suite.sessions)
     attempts = tasks + sum(result.drops.values())
     print(
         f"inventory: {len(result.suite.sessions)} sessions ({tasks} tasks, {attempts} task attempts) in {built:.2f} s "
         f"= {len(result.suite.sessions) / built:,.0f} sessions/s; verification {checked:.2f} s "
-        f"({len(problems)} problems); peak Python memory {peak:.0f} MiB"
+        f"({len(problems)} problems); peak resident memory {peak:.0f} MiB"
     )
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 
 import pytest
+from library_env import prompt_value
 
 from toolwild.core.environment import BackendKind, Environment
 from toolwild.core.tool import Contract, Effect, Tool
@@ -57,18 +57,10 @@ ENV = Environment(
 )
 
 
-def _prompt_value(request: ChatRequest, label: str) -> object:
-    """A JSON value the simulator put in its prompt after ``label: `` (state, call ...)."""
-    text = request.messages[-1]["content"]
-    match = re.search(rf"^{label}: (.*)$", text, flags=re.M)
-    assert match, f"no {label!r} line in the prompt"
-    return json.loads(match.group(1))
-
-
 def crm_model(request: ChatRequest) -> str:
     """A model that behaves: it reads the state and the call from the prompt and answers from them."""
-    state = _prompt_value(request, "Current state")
-    call = _prompt_value(request, "Call")
+    state = prompt_value(request, "Current state")
+    call = prompt_value(request, "Call")
     args = call["arguments"]
     props = request.response_format["properties"]
     if "holds" in props:
@@ -119,8 +111,8 @@ def test_a_later_read_sees_an_earlier_write_and_arithmetic_is_done_by_code():
     assert state["customers"]["C-2"] == {"name": "Grace", "balance": 0}
     assert state["customers"]["C-1"]["balance"] == 10.8  # 10.5 + 0.1 + 0.2, exactly
     # the read's prompt carried the state written by the add; every request used the episode's seed
-    read_requests = [r for r in backend.requests if _prompt_value(r, "Call")["name"] == "get_customer"]
-    assert "C-2" in _prompt_value(read_requests[0], "Current state")["customers"]
+    read_requests = [r for r in backend.requests if prompt_value(r, "Call")["name"] == "get_customer"]
+    assert "C-2" in prompt_value(read_requests[0], "Current state")["customers"]
     assert {r.seed for r in backend.requests} == {3}
 
 

@@ -71,7 +71,8 @@ LIBRARY = Environment(
 )
 
 
-def _line(request: ChatRequest, label: str) -> object:
+def prompt_value(request: ChatRequest, label: str) -> object:
+    """A JSON value the simulator put in its prompt after ``label: `` (``Current state``, ``Call`` ...)."""
     text = request.messages[-1]["content"]
     match = re.search(rf"^{label}: (.*)$", text, flags=re.M)
     assert match, f"no {label!r} line in the simulator prompt"
@@ -80,15 +81,15 @@ def _line(request: ChatRequest, label: str) -> object:
 
 def call_of(request: ChatRequest) -> dict:
     """The call a simulator prompt asks about (name and arguments)."""
-    call = _line(request, "Call")
+    call = prompt_value(request, "Call")
     assert isinstance(call, dict)
     return call
 
 
 def library_model(request: ChatRequest) -> str:
     """A faithful simulator: answers from the state in the prompt; a lend appends a loan and shelves the book."""
-    state = _line(request, "Current state")
-    call = _line(request, "Call")
+    state = prompt_value(request, "Current state")
+    call = prompt_value(request, "Call")
     name, args = call["name"], call["arguments"]
     if name == "list_books":
         return json.dumps({"result": [{"book_id": b["book_id"], "title": b["title"]} for b in state["books"]]})

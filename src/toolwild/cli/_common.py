@@ -15,6 +15,8 @@ from toolwild.core.jsonl import LoadReport
 from toolwild.errors import ToolwildError
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     from toolwild.llm.client import LLM
 
 T = TypeVar("T")
@@ -31,6 +33,21 @@ def handled_errors() -> Iterator[None]:
     except ToolwildError as exc:
         err_console.print(f"[bold red]error:[/] {exc}")
         raise typer.Exit(1) from None
+
+
+def progress_bar(label: str, *, status: str | None = None, to: Console | None = None) -> Progress:
+    """The one progress bar of long commands: label, bar, done/total, an optional status field, elapsed time.
+
+    Transient (it disappears when done, leaving the result table); ``status`` names a task field shown beside the
+    count (a stage, the last session's outcome ...).
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = [TextColumn(label), BarColumn(), MofNCompleteColumn()]
+    if status is not None:
+        columns.append(TextColumn(f"{{task.fields[{status}]}}"))
+    columns.append(TimeElapsedColumn())
+    return Progress(*columns, console=to or console, transient=True)
 
 
 def report_skipped(report: LoadReport, *, limit: int = 10) -> None:

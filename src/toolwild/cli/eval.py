@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from toolwild.cli._common import console, err_console, handled_errors, report_skipped, run_async
+from toolwild.cli._common import console, err_console, handled_errors, progress_bar, report_skipped, run_async
 from toolwild.core.files import write_json
 from toolwild.core.formats.wtb import load_wtb_suite, write_wtb_suite
 from toolwild.core.verdict import ScoringMode
@@ -127,15 +126,7 @@ def eval_command(
         agent_obj, llm = build_agent(config, run_dir)
         simulator = build_simulator(config, run_dir, llm)
 
-        with Progress(
-            TextColumn("[bold]sessions"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[status]}"),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        ) as progress:
+        with progress_bar("[bold]sessions", status="status") as progress:
             bar = progress.add_task("run", total=len(suite.sessions), status="")
 
             def show(p: RunProgress) -> None:

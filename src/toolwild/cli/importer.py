@@ -14,9 +14,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from toolwild.cli._common import progress_bar
 from toolwild.core.environment import BackendKind
 from toolwild.core.formats.environment import ENV_SUFFIX, write_environment
 from toolwild.core.formats.synthtools import (
@@ -133,14 +133,7 @@ def synthtools(
     if out is not None and not out.parent.is_dir():  # fail before reading thousands of files, not after
         err.print(f"[bold red]error:[/] output directory {out.parent} does not exist", highlight=False)
         raise typer.Exit(1)
-    progress = Progress(
-        TextColumn("reading tool specs"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    )
+    progress = progress_bar("reading tool specs", to=err)
     try:
         with progress:
             task = progress.add_task("read", total=None)

@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from toolwild.cli._common import console, handled_errors, make_llm
+from toolwild.cli._common import console, handled_errors, make_llm, progress_bar
 from toolwild.core.files import write_text_atomic
 from toolwild.core.formats.synthtools import load_synthtools_dir, write_tools_jsonl
 from toolwild.errors import ConfigError
@@ -139,15 +138,7 @@ def envs(
         )
 
         async def go():
-            bar = Progress(
-                TextColumn("[bold]synthesis"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[stage]}"),
-                TimeElapsedColumn(),
-                console=console,
-                transient=True,
-            )
+            bar = progress_bar("[bold]synthesis", status="stage")
             task = bar.add_task("synth", total=config.planned_steps(len(names)), stage="")
 
             def advance(stage: str) -> None:
@@ -315,14 +306,7 @@ def sessions(
         )
 
         async def go():
-            bar = Progress(
-                TextColumn("[bold]sessions"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=console,
-                transient=True,
-            )
+            bar = progress_bar("[bold]sessions")
             task = bar.add_task("sessions", total=n)
             try:
                 with bar:

@@ -141,6 +141,17 @@ async def _rebuild(state: SessionState) -> None:
             raise Dropped("the environment is not deterministic", f"replaying {name} gave another answer")
 
 
+def _weighted_order(weights: dict[Any, float], rng: random.Random) -> list[Any]:
+    """The keys in a random order where heavier ones tend to come first (weighted draws without replacement)."""
+    left = dict(weights)
+    order = []
+    while left:
+        pick = rng.choices(list(left), weights=list(left.values()), k=1)[0]
+        order.append(pick)
+        left.pop(pick)
+    return order
+
+
 def _modes(position: int, coarse: CoarseType, rng: random.Random) -> list[str]:
     """Modes to try at a position, the preferred first (weighted by the published subtype mix)."""
     if position == 0:
@@ -150,24 +161,12 @@ def _modes(position: int, coarse: CoarseType, rng: random.Random) -> list[str]:
         modes.pop("partial")
     if position == 1:
         modes.pop("long")
-    order = []
-    while modes:
-        pick = rng.choices(list(modes), weights=list(modes.values()), k=1)[0]
-        order.append(pick)
-        modes.pop(pick)
-    return order
+    return _weighted_order(modes, rng)
 
 
 def _multi_types(env: EnvHandle, rng: random.Random) -> list[TaskType]:
-    kinds = dict(_MULTI_MIX)
-    if not env.graph.edges:
-        kinds = {TaskType.PARALLEL: 1.0}
-    order = []
-    while kinds:
-        pick = rng.choices(list(kinds), weights=list(kinds.values()), k=1)[0]
-        order.append(pick)
-        kinds.pop(pick)
-    return order
+    """Multi-tool types to try, the preferred first (only parallel when the graph has no edge)."""
+    return _weighted_order(_MULTI_MIX if env.graph.edges else {TaskType.PARALLEL: 1.0}, rng)
 
 
 async def _fill_pattern(
