@@ -12,10 +12,10 @@ Run: ``.venv/bin/python bench/sessions.py`` (about half a minute).
 from __future__ import annotations
 
 import asyncio
+import resource
 import sys
 import tempfile
 import time
-import resource
 from pathlib import Path
 
 from toolwild.core.formats.environment import write_environment
@@ -26,12 +26,14 @@ from toolwild.llm.client import LLM
 from toolwild.synth.sessions import SessionsConfig, load_handle, synth_sessions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
-from library_env import LIBRARY, library_model  # noqa: E402
+from library_env import LIBRARY, library_model
 
 
 def bench_inventory() -> None:
     start = time.perf_counter()
-    result = asyncio.run(synth_sessions([load_handle("inventory")], SessionsConfig(n_sessions=256, like_published=True)))
+    result = asyncio.run(
+        synth_sessions([load_handle("inventory")], SessionsConfig(n_sessions=256, like_published=True))
+    )
     built = time.perf_counter() - start
     start = time.perf_counter()
     problems = validate_suite(result.suite, replay=True, subtypes=True)

@@ -83,3 +83,18 @@ def test_bad_input_is_reported_clearly(tmp_path):
     no_model = run("synth", "sessions", "--env", str(simulated), "--out", str(tmp_path / "s.jsonl"))
     assert no_model.exit_code != 0 and "--env-model" in no_model.output
     assert not (tmp_path / "s.jsonl").exists()
+
+
+def test_an_environment_nobody_can_simulate_ends_the_command_with_an_error(tmp_path):
+    write_environment(LIBRARY, tmp_path / "library.env.json")
+    fake = FakeOpenAI(lambda body: Reply(text="I am not JSON"))
+    out = tmp_path / "s.jsonl"
+    with serve_in_thread(fake) as base_url:
+        result = run(
+            "synth", "sessions", "--env", str(tmp_path / "library.env.json"), "--n", "3", "--out", str(out),
+            "--env-model", "openai:sim", "--base-url", base_url,
+        )  # fmt: skip
+    assert result.exit_code == 1 and "no session could be built" in result.output
+    report = json.loads((tmp_path / "s.jsonl.report.json").read_text())
+    assert report["sessions"] == 0 and len(report["failed_sessions"]) == 3
+    assert "simulation_failed" in next(iter(report["environments_given_up"].values()))

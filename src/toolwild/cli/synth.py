@@ -372,5 +372,8 @@ def sessions(
         errors = sum(p.severity is Severity.ERROR for p in problems)
         table.add_row("verification", "[green]passed[/]" if not errors else f"[red]{errors} error(s)[/] (see report)")
     console.print(table)
+    if not result.suite.sessions:
+        console.print("[red]no session could be built[/] (the report says why)")
+        raise typer.Exit(1)
     if verify and any(p.severity is Severity.ERROR for p in problems):
         raise typer.Exit(1)
