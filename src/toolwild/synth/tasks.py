@@ -136,14 +136,12 @@ class _Builder:
         self.state = state
         self.nodes: list[GoldNode] = []
         self.results: list[Any] = []
-        self.executed = 0
 
     async def call(self, tool: Tool, arguments: dict[str, Any], deps: list[int]) -> int:
         problems = schema_errors(tool.parameters, arguments)
         if problems:
             raise Dropped("arguments fail the schema", f"{tool.name}: {'; '.join(problems)[:200]}")
         before = self.state.episode.state() if tool.effect is Effect.WRITE else None
-        self.executed += 1
         observation = await self.state.episode.acall(tool.name, arguments)
         if not observation.ok:
             kind = observation.error.kind.value if observation.error else "error"
@@ -360,7 +358,9 @@ async def build_task(
     utterance, by_model = template, False
     if writer is not None:
         history = [t.utterance for t in state.tasks]
-        utterance, by_model = await write_utterance(writer, wording, history, template, seed=state.seed * 100 + i)
+        utterance, by_model = await write_utterance(
+            writer, wording, history, template, service=state.env.description, seed=state.seed * 100 + i
+        )
     task = Task(
         utterance=utterance,
         type=task_type,

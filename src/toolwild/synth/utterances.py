@@ -201,11 +201,12 @@ _SYSTEM = (
 
 
 async def write_utterance(
-    llm: LLM, wording: Wording, history: list[str], template: str, *, seed: int = 0
+    llm: LLM, wording: Wording, history: list[str], template: str, *, service: str = "", seed: int = 0
 ) -> tuple[str, bool]:
     """A model-written utterance that keeps the wording's rules, or the template when the model cannot.
 
-    Returns (text, written by the model).
+    ``history`` is the session's earlier user turns (so references are to what was really said), ``service`` what
+    the environment is. Returns (text, written by the model).
     """
     calls = [
         {
@@ -216,6 +217,7 @@ async def write_utterance(
         for p in wording.phrases
     ]
     brief = {
+        "the service": service or "an assistant with tools",
         "conversation so far (user turns)": history,
         "the request asks for": calls or "no tool: a question the assistant answers from the conversation",
         "do not say": [render_value(v) for v in wording.hidden],
