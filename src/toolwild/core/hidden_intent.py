@@ -28,7 +28,7 @@ from typing import Any
 from toolwild.core.session import Session
 from toolwild.core.task import NodeKind, Task, TurnSubtype
 
-__all__ = ["SubtypeFinding", "check_subtypes", "mentions", "needed_values", "scalar_values", "task_text"]
+__all__ = ["SubtypeFinding", "check_subtypes", "mentions", "needed_values", "scalar_values", "shown_text", "task_text"]
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def task_text(task: Task) -> str:
     return "\n".join([task.utterance, *replies])
 
 
-def _shown(task: Task) -> str:
+def shown_text(task: Task) -> str:
     """Everything a task puts into the conversation."""
     parts = [task_text(task)]
     for node in task.gold:
@@ -144,7 +144,7 @@ def _ancestors(task: Task, idx: int) -> set[int]:
 def check_subtypes(session: Session) -> list[SubtypeFinding]:
     """Every task whose hidden-intent label its values do not bear out (empty when all labels hold)."""
     findings: list[SubtypeFinding] = []
-    shown = [_shown(t) for t in session.tasks]
+    shown = [shown_text(t) for t in session.tasks]
     for i, task in enumerate(session.tasks):
         if i == 0:
             if task.subtype is not TurnSubtype.FIRST:

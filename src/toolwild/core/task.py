@@ -23,6 +23,8 @@ __all__ = [
     "Task",
     "TaskType",
     "TurnSubtype",
+    "answer_node",
+    "ask_node",
     "shape_problem",
 ]
 
@@ -211,3 +213,31 @@ def shape_problem(task: Task) -> str | None:
     if expected:
         return None
     return f"a {task.type.value} task has the wrong gold shape: {[n.name for n in task.gold]}"
+
+
+def ask_node(idx: int, tool_name: str, missing: list[str], question: str, reply: str, deps: list[int]) -> GoldNode:
+    """A gold clarification: ask for ``missing`` parameters of ``tool_name`` with ``question``; the user answers
+    ``reply`` (the published node layout)."""
+    return GoldNode(
+        idx=idx,
+        action=Action(
+            name=ASK_ACTION,
+            arguments={"tool_list": [{"tool_name": tool_name, "missing_required_parameters": missing}]},
+        ),
+        observation=question,
+        dependency_list=deps,
+        user_input=reply,
+    )
+
+
+def answer_node(nodes: list[GoldNode], text: str) -> GoldNode:
+    """The sink of a gold DAG built so far: the final answer ``text``, depending on every node nothing else depends
+    on; its ``answer_type`` is ``tool`` when the task made a call, else ``chat``."""
+    used = {d for node in nodes for d in node.dependency_list}
+    answer_type = "tool" if any(n.kind is NodeKind.CALL for n in nodes) else "chat"
+    return GoldNode(
+        idx=len(nodes),
+        action=Action(name=ANSWER_ACTION, arguments={"answer_type": answer_type}),
+        observation=text,
+        dependency_list=[n.idx for n in nodes if n.idx not in used],
+    )

@@ -16,18 +16,18 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from toolwild.core.hidden_intent import check_subtypes, mentions
+from toolwild.core.hidden_intent import check_subtypes, mentions, shown_text
 from toolwild.core.schema import schema_errors
 from toolwild.core.session import Session
 from toolwild.core.task import (
-    ANSWER_ACTION,
-    ASK_ACTION,
     Action,
     CoarseType,
     GoldNode,
     Task,
     TaskType,
     TurnSubtype,
+    answer_node,
+    ask_node,
     shape_problem,
 )
 from toolwild.core.tool import Effect, Tool
@@ -121,11 +121,8 @@ class SessionState:
         return len(self.tasks)
 
     def shown(self, task: int) -> str:
-        """Text task ``task`` put into the conversation (for "is this value already in task i-1" questions)."""
-        t = self.tasks[task]
-        return "\n".join(
-            [t.utterance, *(str(n.observation) for n in t.gold), *(str(n.action.arguments) for n in t.gold)]
-        )
+        """Text task ``task`` put into the conversation (the subtype check's own reading of it)."""
+        return shown_text(self.tasks[task])
 
 
 # ---------------------------------------------------------------------------------------------- calls
@@ -162,29 +159,11 @@ class _Builder:
         return idx
 
     def ask(self, tool: Tool, missing: str, question: str, reply: str, deps: list[int]) -> int:
-        idx = len(self.nodes)
-        arguments = {"tool_list": [{"tool_name": tool.name, "missing_required_parameters": [missing]}]}
-        self.nodes.append(
-            GoldNode(
-                idx=idx,
-                action=Action(name=ASK_ACTION, arguments=arguments),
-                observation=question,
-                dependency_list=deps,
-                user_input=reply,
-            )
-        )
-        return idx
+        self.nodes.append(ask_node(len(self.nodes), tool.name, [missing], question, reply, deps))
+        return len(self.nodes) - 1
 
-    def answer(self, text: str, chat: bool) -> None:
-        used = {d for n in self.nodes for d in n.dependency_list}
-        self.nodes.append(
-            GoldNode(
-                idx=len(self.nodes),
-                action=Action(name=ANSWER_ACTION, arguments={"answer_type": "chat" if chat else "tool"}),
-                observation=text,
-                dependency_list=[n.idx for n in self.nodes if n.idx not in used],
-            )
-        )
+    def answer(self, text: str) -> None:
+        self.nodes.append(answer_node(self.nodes, text))
 
 
 def _compact(result: Any, limit: int = 240) -> str:
@@ -331,7 +310,7 @@ async def build_task(
     b = _Builder(state)
     if coarse is CoarseType.CHAT:
         wording, answer, introduced = _chat(state, refs, rng)
-        b.answer(answer, chat=True)
+        b.answer(answer)
         task_type = TaskType.CHAT
     else:
         ref = rng.choice(refs)
@@ -350,7 +329,7 @@ async def build_task(
         answer = " ".join(
             f"{humanize(n.name)}: {_compact(result)}." for n, result in zip(calls, b.results, strict=True)
         )
-        b.answer(f"Here is what I got. {answer}", chat=False)
+        b.answer(f"Here is what I got. {answer}")
     template = template_utterance(wording, rng)
     broken = wording_problems(template, wording)
     if broken:

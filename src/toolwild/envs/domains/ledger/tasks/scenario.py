@@ -14,7 +14,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Any, Literal
 
-from toolwild.core.task import ANSWER_ACTION, ASK_ACTION, Action, GoldNode, TaskType, TurnSubtype
+from toolwild.core.task import Action, GoldNode, TaskType, TurnSubtype, answer_node, ask_node
 from toolwild.envs.domains.ledger.tasks.catalog import FINDABLE_PAYEES
 from toolwild.envs.domains.ledger.tools import LedgerEpisode
 from toolwild.errors import ToolwildError
@@ -64,32 +64,12 @@ class Recorder:
 
     def ask(self, tool_name: str, missing: list[str], question: str, reply: str, deps: tuple[int, ...] = ()) -> int:
         """Record a clarification: the gold question and the user's reply."""
-        idx = len(self.nodes)
-        arguments = {"tool_list": [{"tool_name": tool_name, "missing_required_parameters": missing}]}
-        self.nodes.append(
-            GoldNode(
-                idx=idx,
-                action=Action(name=ASK_ACTION, arguments=arguments),
-                observation=question,
-                dependency_list=list(deps),
-                user_input=reply,
-            )
-        )
-        return idx
+        self.nodes.append(ask_node(len(self.nodes), tool_name, missing, question, reply, list(deps)))
+        return len(self.nodes) - 1
 
     def answer(self, text: str) -> None:
         """Record the sink: the final answer, depending on every node nothing else depends on."""
-        used = {d for node in self.nodes for d in node.dependency_list}
-        sinks = [node.idx for node in self.nodes if node.idx not in used]
-        answer_type = "tool" if any(n.action.name not in (ASK_ACTION, ANSWER_ACTION) for n in self.nodes) else "chat"
-        self.nodes.append(
-            GoldNode(
-                idx=len(self.nodes),
-                action=Action(name=ANSWER_ACTION, arguments={"answer_type": answer_type}),
-                observation=text,
-                dependency_list=sinks,
-            )
-        )
+        self.nodes.append(answer_node(self.nodes, text))
 
 
 @dataclass
