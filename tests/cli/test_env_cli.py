@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -41,6 +47,162 @@ def test_env_shell_keeps_state_between_commands():
     result = run("env", "shell", "inventory", "--seed", "1", input=script)
     assert result.exit_code == 0
     assert '"units": 16' in result.output and '"coffee": 16' in result.output
+
+
+def test_env_call_exits_1_when_the_tool_answers_with_an_error():
+    """Finding: `env call` exited 0 on a tool error. The error observation is still printed, on stdout."""
+    result = run("env", "call", "ledger", "amend_transaction", "--args", '{"transaction_id": "txn-9999", "amount": 3}')
+    assert result.exit_code == 1
+    assert json.loads(result.stdout) == {
+        "ok": False,
+        "error": {"kind": "not_found", "message": "no transaction with id 'txn-9999'"},
+    }
+    unknown = run("env", "call", "ledger", "no_such_tool")
+    assert unknown.exit_code == 1 and json.loads(unknown.stdout)["error"]["kind"] == "unknown_tool"
+
+
+def test_env_call_deeply_nested_args_fail_cleanly():
+    result = run("env", "call", "ledger", "list_accounts", "--args", "[" * 100_000 + "]" * 100_000)
+    assert result.exit_code == 1 and "nested too deeply" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+# Lines that used to end the shell (an unbalanced quote raised out of shlex) or might: each must get a message,
+# and the episode must carry on with its state.
+HOSTILE_LINES = [
+    'add_transaction {"payee": "Joe\'s',  # unbalanced quote (the reported crash)
+    "add_transaction \"unterminated",  # unbalanced double quote
+    "no_such_tool {}",  # unknown tool
+    "add_transaction {oops",  # bad JSON
+    "add_transaction [1, 2]",  # JSON, but not an object
+    "list_accounts " + "[" * 50_000 + "]" * 50_000,  # nested past the recursion limit
+    "list_accounts " + "x" * 1_100_000,  # huge line
+    "\x00\x01 \x7f",  # control characters
+    "   ",  # blank
+]
+
+
+def test_env_shell_survives_any_line_and_keeps_the_episode():
+    """Finding: an unbalanced quote killed `env shell` and lost the episode."""
+    add = (
+        'add_transaction {"date": "2024-04-20", "payee": "Corner Shop", "narration": "Milk", "amount": 4.2, '
+        '"expense_account": "Expenses:Food:Groceries"}'
+    )
+    script = "\n".join([add, *HOSTILE_LINES, 'find_transactions {"payee": "corner shop"}', "quit"]) + "\n"
+    result = run("env", "shell", "ledger", input=script)
+    assert result.exit_code == 0, result.output
+    assert result.exception is None
+    out = result.output
+    assert "no tool 'no_such_tool'" in out and "the arguments is not JSON" in out
+    assert "the arguments must be a JSON object" in out and "nested too deeply" in out
+    assert "line too long" in out
+    # the transaction added before the hostile lines is still there: same episode, state kept
+    assert '"count": 1' in out and '"payee": "Corner Shop"' in out
+
+
+def test_env_shell_ctrl_c_and_ctrl_d_keep_or_end_the_episode_cleanly(monkeypatch):
+    import toolwild.cli.env as env_cli
+
+    lines = iter(
+        [
+            'add_transaction {"date": "2024-04-20", "payee": "Kiosk", "narration": "Tea", "amount": 2.5, '
+            '"expense_account": "Expenses:Food:Groceries"}',
+            KeyboardInterrupt,  # Ctrl-C at the prompt
+            "slow_call {}",  # Ctrl-C while a call runs
+            'find_transactions {"payee": "kiosk"}',
+            EOFError,  # Ctrl-D
+        ]
+    )
+
+    def read_line(prompt: str) -> str:
+        line = next(lines)
+        if isinstance(line, type) and issubclass(line, BaseException):
+            raise line
+        return line
+
+    real_step = env_cli._shell_step
+
+    async def step(episode, line: str) -> bool:
+        if line.startswith("slow_call"):
+            raise KeyboardInterrupt
+        return await real_step(episode, line)
+
+    monkeypatch.setattr(env_cli, "_read_line", read_line)
+    monkeypatch.setattr(env_cli, "_shell_step", step)
+    result = run("env", "shell", "ledger")
+    assert result.exit_code == 0, result.output
+    assert result.exception is None
+    assert "interrupted; the episode is kept" in result.output
+    assert "call interrupted; the episode is kept" in result.output
+    assert '"count": 1' in result.output and '"payee": "Kiosk"' in result.output
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_env_shell_survives_a_real_sigint_at_the_prompt():
+    """The real thing: SIGINT while the shell waits for a line, then more commands on the same episode."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolwild", "env", "shell", "ledger"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"},
+    )
+    seen = bytearray()
+
+    def drain() -> None:
+        while chunk := proc.stdout.read1(65536):
+            seen.extend(chunk)
+
+    threading.Thread(target=drain, daemon=True).start()
+
+    def wait_for(text: str, count: int = 1) -> None:
+        deadline = time.monotonic() + 60
+        while seen.count(text.encode()) < count:
+            assert time.monotonic() < deadline, f"no {text!r} in {bytes(seen)!r}"
+            time.sleep(0.05)
+
+    try:
+        wait_for("ledger> ")
+        add = (
+            '{"date": "2024-04-20", "payee": "Kiosk", "narration": "Tea", "amount": 2.5, '
+            '"expense_account": "Expenses:Food:Groceries"}'
+        )
+        proc.stdin.write(f"add_transaction {add}\n".encode())
+        proc.stdin.flush()
+        wait_for("ledger> ", 2)
+        proc.send_signal(signal.SIGINT)
+        wait_for("interrupted; the episode is kept")
+        proc.stdin.write(b'find_transactions {"payee": "kiosk"}\nquit\n')
+        proc.stdin.flush()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = bytes(seen).decode()
+    assert "Traceback" not in text
+    assert '"count": 1' in text.split("interrupted")[-1]
+
+
+@pytest.mark.anyio
+async def test_env_shell_step_reports_an_environment_crash_and_goes_on():
+    """An environment that raises (a bug) gets a message; the step does not propagate it."""
+    from toolwild.cli.env import _shell_step
+    from toolwild.envs.base import Episode
+
+    class Broken(Episode):
+        def call(self, name, arguments):
+            raise ZeroDivisionError("boom")
+
+        def state(self):
+            return {"n": 1}
+
+    assert await _shell_step(Broken(), "anything {}") is True
+    assert await _shell_step(Broken(), "quit") is False
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
 
 
 def test_suite_ledger_writes_a_valid_suite(tmp_path):
@@ -98,7 +260,8 @@ def test_import_synthtools_envs_and_call_one_through_an_openai_compatible_simula
         "--base-url",
         "http://127.0.0.1:9/v1",
     )
-    assert bad.exit_code == 0 and json.loads(bad.output)["error"]["kind"] == "invalid_arguments"
+    # the observation is printed, and the exit code says the call failed
+    assert bad.exit_code == 1 and json.loads(bad.output)["error"]["kind"] == "invalid_arguments"
 
     # a valid call goes to the simulator model (a fake OpenAI server on loopback) and its reply is validated
     reply = {"result": {name: example_value(spec) for name, spec in tool["returns"]["properties"].items()}, "patch": []}

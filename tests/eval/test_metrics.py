@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -87,15 +88,34 @@ def test_transition_buckets(suite):
     assert buckets == expected
 
 
-def test_infra_errors_are_excluded_unless_counted(suite):
+def test_provider_errors_are_excluded_unless_counted(suite):
     trajs = [oracle_trajectory(s) for s in suite.sessions]
-    trajs[1] = Trajectory(session_id=suite.sessions[1].id, status=TrajectoryStatus.INFRA_ERROR, error="503")
+    trajs[1] = Trajectory(session_id=suite.sessions[1].id, status=TrajectoryStatus.PROVIDER_ERROR, error="503")
     verdicts = score_suite(suite, trajs)
     excluded = compute_metrics(verdicts, model_name="m")
     assert excluded.total_info["session"] == {"accuracy": 1.0, "correct_count": 4, "total_count": 4}
-    assert excluded.extensions["infra_error_sessions"] == [suite.sessions[1].id]
-    counted = compute_metrics(verdicts, model_name="m", count_infra_errors=True)
+    assert excluded.extensions["provider_error_sessions"] == [suite.sessions[1].id]
+    assert excluded.extensions["figures_complete"] is True
+    counted = compute_metrics(verdicts, model_name="m", count_provider_errors=True)
     assert counted.total_info["session"]["total_count"] == 5 and counted.total_info["task"]["correct_count"] == 16
+
+
+def test_a_run_written_before_the_outcome_classes_reads_infra_error_as_a_provider_error(suite):
+    line = json.dumps({"session_id": suite.sessions[1].id, "status": "infra_error", "error": "503"})
+    traj = Trajectory.model_validate_json(line)
+    assert traj.status is TrajectoryStatus.PROVIDER_ERROR and not traj.final
+
+
+def test_harness_errors_are_never_counted_and_mark_the_figures_incomplete(suite):
+    trajs = [oracle_trajectory(s) for s in suite.sessions]
+    trajs[2] = Trajectory(session_id=suite.sessions[2].id, status=TrajectoryStatus.HARNESS_ERROR, error="env raised")
+    verdicts = score_suite(suite, trajs)
+    assert verdicts[2].harness_error == "env raised" and not verdicts[2].provider_error
+    for counted in (False, True):
+        m = compute_metrics(verdicts, model_name="m", count_provider_errors=counted)
+        assert m.total_info["session"] == {"accuracy": 1.0, "correct_count": 4, "total_count": 4}
+        assert m.extensions["harness_error_sessions"] == [{"session_id": suite.sessions[2].id, "error": "env raised"}]
+        assert m.extensions["figures_complete"] is False
 
 
 def test_missing_session_counts_as_failed(suite):

@@ -1,4 +1,4 @@
-"""The runner: behaviour files for every live-loop rule, faults, infra errors, and the run directory."""
+"""The runner: behaviour files for every live-loop rule, faults, provider errors, and the run directory."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from fake_openai import Delay, FakeOpenAI, HttpError, fake_backend
+from fake_openai import Delay, FakeOpenAI, HttpError, fake_backend, serve_in_thread
 from gold_responder import body_key, gold_responder
 from typer.testing import CliRunner
 
@@ -218,23 +218,23 @@ async def test_faults_are_retried_and_metrics_equal_a_fault_free_run(tmp_path, s
     _, faulty = await _run(suite, fake, tmp_path / "faulty")
     assert fake.calls > 5 * 4 * 2  # failures happened and were retried
     assert faulty.model_dump(exclude={"extensions"}) == clean.model_dump(exclude={"extensions"})
-    assert faulty.extensions["infra_error_sessions"] == []
+    assert faulty.extensions["provider_error_sessions"] == []
 
 
 @pytest.mark.anyio
-async def test_persistent_provider_failure_is_an_infra_error_counted_apart(tmp_path, suite):
+async def test_persistent_provider_failure_is_a_provider_error_counted_apart(tmp_path, suite):
     fake = FakeOpenAI(_faulty(suite, rate=0.0, always_fail="wild_tool_bench_3"))
     verdicts, metrics = await _run(suite, fake, tmp_path / "run", retry=RetryPolicy(base_delay_s=0.0, max_attempts=3))
-    assert metrics.extensions["infra_error_sessions"] == ["wild_tool_bench_3"]
+    assert metrics.extensions["provider_error_sessions"] == ["wild_tool_bench_3"]
     assert metrics.total_info["session"] == {"accuracy": 1.0, "correct_count": 4, "total_count": 4}
-    counted = compute_metrics(verdicts, model_name="m", count_infra_errors=True, resamples=0)
+    counted = compute_metrics(verdicts, model_name="m", count_provider_errors=True, resamples=0)
     assert counted.total_info["session"]["total_count"] == 5 and counted.total_info["task"]["correct_count"] == 16
     lines = (tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()
-    assert sum('"infra_error"' in line for line in lines) == 1
+    assert sum('"provider_error"' in line for line in lines) == 1
 
 
 @pytest.mark.anyio
-async def test_resume_redoes_infra_errors_only_and_never_duplicates(tmp_path, suite):
+async def test_resume_redoes_provider_errors_only_and_never_duplicates(tmp_path, suite):
     run_dir = tmp_path / "run"
     failing = FakeOpenAI(_faulty(suite, rate=0.0, always_fail="wild_tool_bench_3"))
     await _run(suite, failing, run_dir, retry=RetryPolicy(base_delay_s=0.0, max_attempts=2))
@@ -285,15 +285,41 @@ def test_score_run_dir_rescores_without_a_model(tmp_path, suite):
     assert json.loads((tmp_path / "m.json").read_text())["extensions"]["mode"] == "strict"
 
 
-def test_config_json_has_no_secrets(tmp_path, suite, monkeypatch):
+def test_no_secret_reaches_the_run_directory(tmp_path, suite, monkeypatch):
+    """The openai backend, a key in the environment and a password in --base-url, and one session lost to the
+    provider (so its error text is written): neither secret appears in any file of the run, nor in the output."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-very-secret-123")
-    run_cli(tmp_path, gold_behaviour(suite))
+    respond = gold_responder(suite)
+    down = suite.session("wild_tool_bench_3").tasks[0].utterance
+
+    def script(body):
+        if down in body_key(body):
+            return HttpError(500, "down", headers={"retry-after": "0"})
+        return respond(body)
+
+    fake = FakeOpenAI(script)
+    with serve_in_thread(fake) as url:
+        credentialed = url.replace("http://", "http://alice:hunter2pw@")
+        result = CliRunner().invoke(
+            app,
+            [
+                "eval", "--suite", str(FIXTURE), "--model", f"openai:{fake.model}", "--base-url", credentialed,
+                "--runs-dir", str(tmp_path), "--name", "r", "--request-timeout", "5",
+            ],
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert fake.headers and all(h.get("authorization") == "Bearer sk-very-secret-123" for h in fake.headers)
+    traj = (tmp_path / "r" / "trajectories.jsonl").read_text()
+    assert '"provider_error"' in traj  # an error text was written
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["base_url"].startswith("http://***@127.0.0.1")
     for f in (tmp_path / "r").iterdir():
-        assert "sk-very-secret-123" not in f.read_text(errors="ignore")
+        data = f.read_bytes()
+        assert b"sk-very-secret-123" not in data and b"hunter2pw" not in data, f.name
+    assert "hunter2pw" not in result.output and "sk-very-secret-123" not in result.output
 
 
 @pytest.mark.anyio
-async def test_an_exception_inside_one_session_does_not_end_the_run(tmp_path, suite):
+async def test_an_agent_exception_fails_its_tasks_and_the_run_goes_on(tmp_path, suite):
     from toolwild.eval.agents.oracle import OracleAgent
 
     class Flaky(OracleAgent):
@@ -304,7 +330,14 @@ async def test_an_exception_inside_one_session_does_not_end_the_run(tmp_path, su
 
     verdicts = await run_suite(suite, Flaky(), _config(agent="oracle"), tmp_path / "run")
     metrics = compute_metrics(verdicts, model_name="m", resamples=0)
-    assert metrics.extensions["infra_error_sessions"] == ["wild_tool_bench_2"]
-    assert metrics.total_info["session"] == {"accuracy": 1.0, "correct_count": 4, "total_count": 4}
+    assert metrics.extensions["provider_error_sessions"] == []
+    assert metrics.extensions["harness_error_sessions"] == []
+    # the crashing agent's session counts, and fails: 4 of 5 sessions, not 4 of 4
+    assert metrics.total_info["session"] == {"accuracy": 0.8, "correct_count": 4, "total_count": 5}
+    n_tasks = len(suite.session("wild_tool_bench_2").tasks)
+    assert metrics.extensions["model_failures"] == {"tasks": n_tasks, "by_kind": {"agent_error": n_tasks}}
     line = next(ln for ln in (tmp_path / "run" / "trajectories.jsonl").read_text().splitlines() if "bench_2" in ln)
-    assert "internal error: RuntimeError: boom" in line
+    record = json.loads(line)
+    assert record["status"] == "ok"
+    assert [t["failure"]["kind"] for t in record["tasks"]] == ["agent_error"] * n_tasks
+    assert "RuntimeError: boom" in record["tasks"][0]["failure"]["message"]

@@ -153,9 +153,33 @@ async def test_a_stage_without_a_valid_reply_is_skipped_and_recorded():
         return Designer()(request)
 
     result = await synth_environments(LLM(ScriptedBackend(model)), ["ecommerce"], CONFIG)
-    (env,) = result.environments
-    assert env.tools == [] and result.generated == 0
+    # a subdomain left without tools is no environment: named, not written
+    assert result.environments == [] and result.empty == ["ecommerce__order_tracking"]
+    assert result.generated == 0
     assert [f["stage"] for f in result.failed_stages] == ["tools: ecommerce / Order Tracking / Status checks"]
+
+
+def _no_valid_tools(request: ChatRequest) -> str:
+    """The stages above the tools answer; every tools reply is cut mid-string (as a token limit cuts it)."""
+    if request.response_format.get("title") == "ToolDraftList":
+        return '{"tools": [{"name": "get_order", "description": "Looks an or'
+    return Designer()(request)
+
+
+def test_cli_exits_1_when_no_environment_is_kept(tmp_path, monkeypatch):
+    import toolwild.llm.registry as registry
+    from toolwild.cli.main import app
+
+    monkeypatch.setattr(registry, "create_backend", lambda spec, **kw: ScriptedBackend(_no_valid_tools))
+    args = ["synth", "envs", "--fields", "ecommerce", "--out", str(tmp_path), "--per-field", "1", "--families", "1"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    assert "no environment kept" in result.output
+    assert "tools: ecommerce / Order Tracking / Status checks" in " ".join(result.output.split())
+    assert list(tmp_path.glob("*.env.json")) == []
+    summary = json.loads((tmp_path / "summary.json").read_text())  # written all the same, to show why
+    assert summary["environments"] == 0 and summary["environments_without_tools"] == ["ecommerce__order_tracking"]
+    assert len(summary["failed_stages"]) == 1
 
 
 @pytest.mark.anyio

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from toolwild.core.jsonl import LoadReport
-from toolwild.errors import ToolwildError
+from toolwild.errors import HarnessError, ToolwildError
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -27,9 +27,12 @@ err_console = Console(stderr=True)
 
 @contextmanager
 def handled_errors() -> Iterator[None]:
-    """Print a toolwild error as one clear line and exit 1, instead of a traceback."""
+    """Print a toolwild error as one clear line and exit 1 (3 for a harness error), instead of a traceback."""
     try:
         yield
+    except HarnessError as exc:
+        err_console.print(f"[bold red]harness error:[/] {exc}")
+        raise typer.Exit(3) from None
     except ToolwildError as exc:
         err_console.print(f"[bold red]error:[/] {exc}")
         raise typer.Exit(1) from None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -12,11 +12,45 @@ from toolwild.cli._common import console, handled_errors, make_llm, run_async
 from toolwild.core.formats.environment import load_environment, write_environment
 from toolwild.llm.registry import describe_backends
 
+if TYPE_CHECKING:
+    from toolwild.synth.audit import ToolAudit
+
 audit_app = typer.Typer(help="Audit simulated tools and calibrate the judge.", no_args_is_help=True)
 
 ModelOption = Annotated[str, typer.Option(help=f"Model: {'; '.join(describe_backends())}.")]
 BaseUrlOption = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")]
 CacheOption = Annotated[Path | None, typer.Option(help="SQLite file caching model answers (re-runs are free).")]
+
+
+def _report_row(audit: ToolAudit, threshold: float) -> dict[str, Any]:
+    """One tool in ``--report``: the counts behind its reliability, its schema check, and every call."""
+    return {
+        "tool": audit.tool,
+        "reliability": audit.reliability,
+        "judged": audit.judged,
+        "judged_correct": audit.judged_correct,
+        "schema_check": audit.schema_check,
+        "kept": audit.passes(threshold),
+        "calls": audit.calls,
+    }
+
+
+def _audit_table(env_id: str, audits: list[ToolAudit], threshold: float) -> Table:
+    """Per tool: model-judged calls, how many were right, reliability, the code-checked schema call, kept."""
+    table = Table(title=f"Audit of {env_id}", title_justify="left")
+    for column in ("tool", "judged", "correct", "reliability", "schema", "kept"):
+        table.add_column(column)
+    schema_text = {True: "refused", False: "[red]accepted[/]", None: "-"}
+    for a in audits:
+        table.add_row(
+            a.tool,
+            str(a.judged),
+            str(a.judged_correct),
+            f"{a.reliability:.0%}",
+            schema_text[a.schema_check],
+            "yes" if a.passes(threshold) else "no",
+        )
+    return table
 
 
 @audit_app.command("run")
@@ -30,7 +64,8 @@ def run(
     cache: CacheOption = None,
 ) -> None:
     """Make test calls (valid, schema-invalid, precondition-violating, edge) on each tool, judge them, and print
-    each tool's reliability (share of calls judged correct). The model both simulates and judges."""
+    each tool's reliability: the share of the model-judged calls judged correct. The schema-invalid call is checked
+    by code and shown apart ("schema"), not counted. The model both simulates and judges."""
     from toolwild.core.files import write_json
     from toolwild.synth.audit import audit_environment
 
@@ -49,20 +84,8 @@ def run(
         if out is not None:
             write_environment(kept, out)
         if report is not None:
-            write_json(report, [{"tool": a.tool, "reliability": a.reliability, "calls": a.calls} for a in audits])
-    table = Table(title=f"Audit of {environment.id}", title_justify="left")
-    for column in ("tool", "calls", "correct", "reliability", "kept"):
-        table.add_column(column)
-    for a in audits:
-        correct = sum(1 for c in a.calls if c["correct"])
-        table.add_row(
-            a.tool,
-            str(len(a.calls)),
-            str(correct),
-            f"{a.reliability:.0%}",
-            "yes" if a.reliability >= threshold else "no",
-        )
-    console.print(table)
+            write_json(report, [_report_row(a, threshold) for a in audits])
+    console.print(_audit_table(environment.id, audits, threshold))
     console.print(f"kept {len(kept.tools)} of {len(environment.tools)} tools (threshold {threshold:.0%})")
 
 

@@ -7,8 +7,8 @@ trying the same calls again is instant and gives the same observations.
 
 from __future__ import annotations
 
+import asyncio
 import json
-import shlex
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,7 +19,7 @@ from toolwild.cli._common import console, handled_errors, make_llm, run_async
 from toolwild.core.environment import BackendKind
 from toolwild.envs.base import EnvironmentBackend, Episode, Observation
 from toolwild.envs.registry import ENVIRONMENTS, describe_environment, get_environment
-from toolwild.errors import ConfigError
+from toolwild.errors import ConfigError, ToolwildError
 from toolwild.llm.client import LLM
 from toolwild.llm.registry import describe_backends
 
@@ -37,13 +37,21 @@ BaseUrlOption = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-c
 CacheOption = Annotated[Path | None, typer.Option(help="SQLite file caching the simulator's answers.")]
 
 
-def _parse_args(text: str) -> dict[str, Any]:
+MAX_LINE = 1_000_000
+"""Characters a shell line may have: a longer one is refused with a message (a paste gone wrong, not a call)."""
+
+
+def _parse_args(text: str, *, what: str = "--args") -> dict[str, Any]:
+    """The arguments of a call as a JSON object; anything else is a ConfigError naming ``what`` (never a traceback:
+    JSON nested deeper than Python's recursion limit raises RecursionError, not a decode error)."""
     try:
         value = json.loads(text or "{}")
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"--args is not JSON: {exc.msg} (column {exc.colno})") from None
+        raise ConfigError(f"{what} is not JSON: {exc.msg} (column {exc.colno})") from None
+    except RecursionError:
+        raise ConfigError(f"{what} is nested too deeply") from None
     if not isinstance(value, dict):
-        raise ConfigError("--args must be a JSON object")
+        raise ConfigError(f"{what} must be a JSON object")
     return value
 
 
@@ -96,7 +104,7 @@ def call(
     base_url: BaseUrlOption = None,
     cache: CacheOption = None,
 ) -> None:
-    """Make one call on a fresh episode and print the observation."""
+    """Make one call on a fresh episode and print the observation (exit 1 when the tool answers with an error)."""
     with handled_errors():
         arguments = _parse_args(args)
         backend, llm = _open(env, model, base_url, cache)
@@ -108,25 +116,79 @@ def call(
             finally:
                 await _close(episode, llm)
 
-        _show(run_async(once()))
+        observation = run_async(once())
+    _show(observation)
+    if not observation.ok:  # the observation is the answer, but the call failed: scripts must be able to tell
+        raise typer.Exit(1)
+
+
+def _read_line(prompt: str) -> str:
+    """One line typed at the shell (a seam for tests: EOF and Ctrl-C come from here)."""
+    return input(prompt)
+
+
+def _split(line: str) -> tuple[str, str]:
+    """The command word and the rest of the line. Whitespace, not shell quoting, separates them: the rest is JSON,
+    and a quote it leaves open must be a JSON error, not a quoting error."""
+    words = line.strip().split(maxsplit=1)
+    if not words:
+        return "", ""
+    return words[0], words[1] if len(words) > 1 else ""
 
 
 async def _shell_step(episode: Episode, line: str) -> bool:
-    """One command of the shell; False to quit."""
-    words = shlex.split(line)
-    if not words:
+    """One command of the shell; False to quit. Whatever the line holds, it is answered with a message and the
+    episode is kept: losing an episode's state to a typo is the one thing an interactive shell must not do."""
+    if len(line) > MAX_LINE:
+        console.print(f"[red]line too long ({len(line):,} characters; at most {MAX_LINE:,})[/]")
         return True
-    if words[0] in ("quit", "exit"):
+    name, rest = _split(line)
+    if not name:
+        return True
+    if name in ("quit", "exit"):
         return False
-    if words[0] == "state":
-        console.print_json(json.dumps(episode.state(), default=str))
-        return True
-    name, rest = words[0], line.strip()[len(words[0]) :].strip()
     try:
-        _show(await episode.acall(name, _parse_args(rest)))
-    except ConfigError as exc:
+        if name == "state":
+            console.print_json(json.dumps(episode.state(), default=str))
+        else:
+            _show(await episode.acall(name, _parse_args(rest, what="the arguments")))
+    except ToolwildError as exc:
         console.print(f"[red]{exc}[/]")
+    except Exception as exc:
+        console.print(f"[red]the environment failed on this call ({type(exc).__name__}: {exc}); the episode is kept[/]")
     return True
+
+
+def _event_loop() -> asyncio.Runner:
+    """One event loop for the whole shell (uvloop when installed, as :func:`run_async`): a simulator's client is
+    bound to its loop, and between calls the default Ctrl-C handling is back, so a Ctrl-C at the prompt arrives as
+    KeyboardInterrupt."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.Runner()
+    return asyncio.Runner(loop_factory=uvloop.new_event_loop)
+
+
+def _repl(runner: asyncio.Runner, prompt: str, episode: Episode) -> None:
+    """Read, run, print until quit or EOF. Ctrl-C abandons the line (or the call in flight), never the episode."""
+    while True:
+        try:
+            line = _read_line(prompt)
+        except EOFError:
+            console.print()
+            return
+        except KeyboardInterrupt:
+            console.print("\n[yellow]interrupted; the episode is kept (quit or Ctrl-D to leave)[/]")
+            continue
+        except UnicodeDecodeError:
+            console.print("[red]the line is not UTF-8 text[/]")
+            continue
+        try:
+            if not runner.run(_shell_step(episode, line)):
+                return
+        except KeyboardInterrupt:
+            console.print("\n[yellow]call interrupted; the episode is kept (`state` shows it)[/]")
 
 
 @env_app.command("shell")
@@ -143,17 +205,8 @@ def shell(
         episode = backend.reset(seed=seed)
     console.print(f"{env} (seed {seed}); tools: {', '.join(t.name for t in backend.tools)}")
     console.print('type: TOOL {"arg": value} · state · quit')
-
-    async def loop() -> None:
+    with _event_loop() as runner:
         try:
-            while True:
-                try:
-                    line = input(f"{backend.id}> ")
-                except EOFError:
-                    break
-                if not await _shell_step(episode, line):
-                    break
+            _repl(runner, f"{backend.id}> ", episode)
         finally:
-            await _close(episode, llm)
-
-    run_async(loop())
+            runner.run(_close(episode, llm))

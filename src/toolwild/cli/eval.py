@@ -4,23 +4,27 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from toolwild.cli._common import console, err_console, handled_errors, progress_bar, report_skipped, run_async
 from toolwild.core.files import write_json
 from toolwild.core.formats.wtb import load_wtb_suite, write_wtb_suite
-from toolwild.core.verdict import ScoringMode
+from toolwild.core.verdict import ScoringMode, SessionVerdict
 from toolwild.errors import ConfigError
 from toolwild.eval.build import AGENT_FORMS, build_agent, build_simulator
 from toolwild.eval.metrics.accuracy import compute_metrics
-from toolwild.eval.runner import RunConfig, RunProgress, load_run_trajectories, run_suite
+from toolwild.eval.runner import RunConfig, RunProgress, load_run_config, load_run_trajectories, run_suite
 from toolwild.eval.session import HistoryMode
 from toolwild.export.wtb_result import write_wtb_results
 from toolwild.llm.cache import CacheMode
+from toolwild.llm.redact import redact_url
 from toolwild.llm.registry import describe_backends
 from toolwild.report.scoreboard import render_scoreboard
+
+if TYPE_CHECKING:
+    from toolwild.llm.client import LLM
 
 DEFAULT_SUBSET = 4
 """Sessions of the built-in ledger suite run by default (the embedded model needs about a minute per session)."""
@@ -58,7 +62,18 @@ def eval_command(
         ),
     ] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Sessions run at once.")] = 8,
-    session_timeout: Annotated[float, typer.Option(help="Seconds before a session counts as an infra error.")] = 1800.0,
+    session_timeout: Annotated[
+        float,
+        typer.Option(
+            min=0.001,
+            help="Wall-clock seconds per session. When they run out, the session is a provider error if most of the "
+            "time went to waiting on the provider, else the agent's timeout (its task fails).",
+        ),
+    ] = 1800.0,
+    request_timeout: Annotated[
+        float | None,
+        typer.Option(min=0.001, help="Seconds one model request may take before it is retried (default: 60)."),
+    ] = None,
     max_steps: Annotated[int, typer.Option(min=1, help="Most assistant steps per task.")] = 32,
     temperature: Annotated[float, typer.Option(help="Sampling temperature (recorded).")] = 0.0,
     seed: Annotated[int, typer.Option(help="Sampling seed (recorded).")] = 0,
@@ -69,9 +84,18 @@ def eval_command(
     runs_dir: Annotated[Path, typer.Option(help="Parent folder of run directories.")] = Path("runs"),
     name: Annotated[str | None, typer.Option(help="Run name (default: agent + timestamp).")] = None,
     resume: Annotated[Path | None, typer.Option(help="Continue a killed run directory (its config is reused).")] = None,
-    count_infra_errors: Annotated[
-        bool, typer.Option(help="Count sessions lost to provider errors as failed instead of leaving them out.")
+    count_provider_errors: Annotated[
+        bool,
+        typer.Option(
+            "--count-provider-errors/--exclude-provider-errors",
+            help="Count sessions lost to provider errors as failed instead of leaving them out (they are listed "
+            "either way).",
+        ),
     ] = False,
+    preflight: Annotated[
+        bool,
+        typer.Option(help="One cheap model call before the run: fail fast when the endpoint or model is wrong."),
+    ] = True,
     export_wtb_result: Annotated[
         Path | None, typer.Option(help="Also write the published WildToolBench result format here.")
     ] = None,
@@ -80,12 +104,17 @@ def eval_command(
     """Evaluate an agent on a suite: run directory, metrics and the scoreboard.
 
     Every finished session is appended to RUN_DIR/trajectories.jsonl at once; a killed run continues with
-    --resume RUN_DIR (nothing redone, nothing lost). Provider failures after retries are infra errors, listed
-    apart and left out of accuracy unless --count-infra-errors.
+    --resume RUN_DIR (nothing redone, nothing lost). Outcomes: a task the model fails by its own fault (bad output,
+    an exception, its step budget or time) counts as failed; a session lost to the provider after retries is
+    listed and left out of accuracy unless --count-provider-errors; a session broken by an environment or toolwild
+    bug is a harness error, listed, and left out.
+
+    Exit codes: 0 done; 1 bad input or options; 3 harness errors (the figures are incomplete); 4 most sessions
+    lost to provider errors.
     """
     with handled_errors():
         if resume is not None:
-            config = RunConfig.model_validate_json((resume / "config.json").read_text(encoding="utf-8"))
+            config = _resume_config(resume, base_url)
             run_dir = resume
         else:
             run_name = name or f"{agent.replace(':', '-').replace('/', '-')}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
@@ -104,39 +133,47 @@ def eval_command(
                 write_wtb_suite(ledger, suite_path)
                 history = history or HistoryMode.FREE
             config = RunConfig(
-                suite=str(suite_path),
+                suite=str(suite_path.resolve()),
                 agent=agent,
                 model=model if agent == "model" else None,
-                base_url=base_url,
+                base_url=redact_url(base_url),
                 prompt_mode=prompt_mode,
                 history=history or HistoryMode.WTB,
                 mode=mode,
                 concurrency=concurrency,
                 session_timeout_s=session_timeout,
+                request_timeout_s=request_timeout,
                 max_steps_per_task=max_steps,
                 temperature=temperature,
                 seed=seed,
                 max_tokens=max_tokens or (256 if agent == "model" and model.startswith("local") else 1024),
-                count_infra_errors=count_infra_errors,
+                count_provider_errors=count_provider_errors,
                 cache=cache.value,
                 env_model=env_model,
             )
         suite, report = load_wtb_suite(config.suite, skip_invalid=skip_invalid)
         report_skipped(report)
-        agent_obj, llm = build_agent(config, run_dir)
-        simulator = build_simulator(config, run_dir, llm)
+        live_url = base_url if base_url is not None else config.base_url
+        agent_obj, llm = build_agent(config.model_copy(update={"base_url": live_url}), run_dir)
+        simulator = build_simulator(config.model_copy(update={"base_url": live_url}), run_dir, llm)
 
         with progress_bar("[bold]sessions", status="status") as progress:
             bar = progress.add_task("run", total=len(suite.sessions), status="")
 
             def show(p: RunProgress) -> None:
                 status = f"task acc {p.task_accuracy:.1%} · tokens {p.tokens:,}"
-                if p.infra_errors or p.inference_errors:
-                    status += f" · [yellow]infra {p.infra_errors} · failed {p.inference_errors}[/]"
+                if p.model_failures:
+                    status += f" · model failures {p.model_failures}"
+                if p.provider_errors:
+                    status += f" · [yellow]provider errors {p.provider_errors}[/]"
+                if p.harness_errors:
+                    status += f" · [red]harness errors {p.harness_errors}[/]"
                 progress.update(bar, completed=p.done, status=status)
 
             async def run() -> list:
                 try:
+                    if preflight:
+                        await _preflight(llm, simulator)
                     return await run_suite(
                         suite,
                         agent_obj,
@@ -159,7 +196,7 @@ def eval_command(
                 )
                 raise typer.Exit(130) from None
         metrics = compute_metrics(
-            verdicts, model_name=agent_obj.name, mode=config.mode, count_infra_errors=config.count_infra_errors
+            verdicts, model_name=agent_obj.name, mode=config.mode, count_provider_errors=config.count_provider_errors
         )
         if llm is not None:
             metrics.extensions["usage"] = llm.usage.as_dict()
@@ -173,3 +210,54 @@ def eval_command(
     console.print(f"run directory: {run_dir}")
     if export_wtb_result is not None:
         console.print(f"published-format results: {export_wtb_result}")
+    raise typer.Exit(outcome_exit_code(verdicts, run_dir))
+
+
+EXIT_HARNESS_ERRORS = 3
+"""Exit code of a run with harness errors: its figures are incomplete."""
+EXIT_PROVIDER_ERRORS = 4
+"""Exit code of a run where most sessions were lost to the provider."""
+
+
+def outcome_exit_code(verdicts: list[SessionVerdict], run_dir: Path) -> int:
+    """0 for a run whose figures stand; non-zero (with a line on stderr) when they do not."""
+    harness = sum(v.harness_error is not None for v in verdicts)
+    provider = sum(v.provider_error for v in verdicts)
+    if harness:
+        err_console.print(
+            f"[bold red]error:[/] {harness} session(s) ended by a harness error: the figures are incomplete. "
+            f"Fix the cause, then: toolwild eval --resume {run_dir}"
+        )
+        return EXIT_HARNESS_ERRORS
+    if verdicts and provider * 2 > len(verdicts):
+        err_console.print(
+            f"[bold red]error:[/] {provider} of {len(verdicts)} session(s) lost to provider errors. "
+            f"When the provider is back: toolwild eval --resume {run_dir}"
+        )
+        return EXIT_PROVIDER_ERRORS
+    return 0
+
+
+def _resume_config(run_dir: Path, base_url: str | None) -> RunConfig:
+    """The config of the run to resume; a base URL with credentials (never stored) must be given again."""
+    config = load_run_config(run_dir)
+    stored = config.base_url
+    if base_url is not None:
+        if redact_url(base_url) != stored:
+            raise ConfigError(f"--base-url {redact_url(base_url)} is not the run's ({stored})")
+    elif stored is not None and "***" in stored:
+        raise ConfigError(
+            f"the run's base URL ({stored}) had credentials, which are never stored: pass --base-url again"
+        )
+    return config
+
+
+async def _preflight(*clients: LLM | None) -> None:
+    """One cheap call per distinct model client: an unreachable endpoint or unknown model fails here, in seconds."""
+    distinct = {id(c): c for c in clients if c is not None}.values()
+    if not distinct:
+        return
+    from toolwild.llm.preflight import preflight
+
+    for client in distinct:
+        await preflight(client)

@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 
-from toolwild.cli._common import console, handled_errors, report_skipped
+from toolwild.cli._common import console, err_console, handled_errors, report_skipped
 from toolwild.core.formats.results import load_trajectories
 from toolwild.core.formats.wtb import load_wtb_suite
+from toolwild.core.session import Suite
 from toolwild.core.verdict import ScoringMode
-from toolwild.errors import ConfigError
+from toolwild.errors import ConfigError, ScoringError
 from toolwild.eval.metrics.accuracy import compute_metrics
 from toolwild.eval.runner import RunConfig, load_run_trajectories
 from toolwild.eval.scoring.session import score_suite
 from toolwild.report.scoreboard import render_scoreboard
+
+METRICS = "metrics.json"
+RUN_ONLY_EXTENSIONS = ("usage", "simulator_usage")
+"""``extensions`` keys of a run's metrics that re-scoring cannot recompute (no model is called), so it keeps them."""
 
 
 def score(
@@ -40,7 +46,7 @@ def score(
         str | None, typer.Option(help="Model name for the metric file (default: from the results).")
     ] = None,
     skip_invalid: Annotated[bool, typer.Option(help="Skip malformed records (they are counted and listed).")] = False,
-    count_infra_errors: Annotated[
+    count_provider_errors: Annotated[
         bool, typer.Option(help="Count sessions lost to provider errors as failed instead of leaving them out.")
     ] = False,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap confidence intervals.")] = 0,
@@ -48,25 +54,27 @@ def score(
     """Score results against their suite and print the scoreboard (no model is called).
 
     Sessions of the suite with no result count as failed inference, as a crashed session would. Given a run
-    directory, its suite and mode come from its config.json and its metrics.json is rewritten unless --out is given.
+    directory, its suite and mode come from its config.json (another --suite is refused when the run recorded its
+    suite's fingerprint). In the run's own mode its metrics.json is rewritten, keeping the run's usage blocks; in
+    another mode the metrics go to metrics.MODE.json beside it, so the run's own figures are never overwritten.
     """
     with handled_errors():
         run_config: RunConfig | None = None
+        carried: dict[str, Any] = {}
         if results.is_dir():
-            config_path = results / "config.json"
-            if not config_path.exists():
-                raise ConfigError(f"{results} is not a run directory (no config.json)")
-            run_config = RunConfig.model_validate_json(config_path.read_text(encoding="utf-8"))
+            run_config = _read_run_config(results)
             suite_path = suite_path or Path(run_config.suite)
             mode = mode or run_config.mode
-            out = out or results / "metrics.json"
-            count_infra_errors = count_infra_errors or run_config.count_infra_errors
+            out = _run_metrics_out(results, run_config.mode, mode, out)
+            carried = _run_extensions(results)
+            count_provider_errors = count_provider_errors or run_config.count_provider_errors
         if suite_path is None:
             raise ConfigError("--suite is required when scoring a result file")
         mode = mode or ScoringMode.WTB
         suite, suite_report = load_wtb_suite(suite_path, skip_invalid=skip_invalid)
         report_skipped(suite_report)
         if run_config is not None:
+            _check_suite(run_config, suite, suite_path)
             trajectories = load_run_trajectories(results)
         else:
             trajectories, result_report = load_trajectories(results, skip_invalid=skip_invalid)
@@ -76,8 +84,9 @@ def score(
         session_verdicts = score_suite(suite, trajectories, mode=mode)
         name = model_name or next((t.model for t in trajectories if t.model), None) or results.stem
         metrics = compute_metrics(
-            session_verdicts, model_name=name, mode=mode, count_infra_errors=count_infra_errors, seed=seed
+            session_verdicts, model_name=name, mode=mode, count_provider_errors=count_provider_errors, seed=seed
         )
+        metrics.extensions.update(carried)
     render_scoreboard(metrics, console)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -89,3 +98,56 @@ def score(
             for v in session_verdicts:
                 fh.write(json.dumps(v.model_dump(mode="json"), ensure_ascii=False) + "\n")
         console.print(f"verdicts written to {verdicts}")
+
+
+def _read_run_config(run_dir: Path) -> RunConfig:
+    """The run's config.json, or a ConfigError saying why it cannot be used."""
+    config_path = run_dir / "config.json"
+    if not config_path.is_file():
+        raise ConfigError(f"{run_dir} is not a run directory (no config.json)")
+    try:
+        return RunConfig.model_validate_json(config_path.read_bytes())
+    except ValidationError as exc:
+        raise ConfigError(f"{config_path} is not a valid run config: {exc.errors()[0]['msg']}") from None
+
+
+def _run_metrics_out(run_dir: Path, run_mode: ScoringMode, mode: ScoringMode, out: Path | None) -> Path:
+    """Where re-scoring a run writes: ``--out``, else ``metrics.json`` in the run's own mode and
+    ``metrics.MODE.json`` in another, because ``metrics.json`` holds the figures the run reported."""
+    own = run_dir / METRICS
+    if out is None:
+        return own if mode is run_mode else run_dir / f"metrics.{mode.value}.json"
+    if mode is not run_mode and out.resolve() == own.resolve():
+        raise ConfigError(
+            f"{own} holds the run's {run_mode.value} metrics; write the {mode.value} ones elsewhere "
+            f"(default: {run_dir / f'metrics.{mode.value}.json'})"
+        )
+    return out
+
+
+def _run_extensions(run_dir: Path) -> dict[str, Any]:
+    """The blocks of the run's metrics.json that only the run could measure (model usage), to carry over: the
+    re-scoring calls no model, so without them the rewritten file would claim a run that cost nothing."""
+    path = run_dir / METRICS
+    if not path.is_file():
+        return {}
+    try:
+        extensions = json.loads(path.read_bytes()).get("extensions", {})
+    except (ValueError, RecursionError, AttributeError):
+        err_console.print(f"[yellow]{path} is not readable metrics JSON: the run's usage is not carried over[/]")
+        return {}
+    if not isinstance(extensions, dict):
+        return {}
+    return {key: extensions[key] for key in RUN_ONLY_EXTENSIONS if key in extensions}
+
+
+def _check_suite(run_config: RunConfig, suite: Suite, suite_path: Path) -> None:
+    """Refuse a suite other than the run's: results of a suite whose session ids overlap would score silently."""
+    if run_config.suite_digest is None:  # a run from before fingerprints were recorded: nothing to compare
+        return
+    digest = suite.fingerprint()
+    if digest != run_config.suite_digest:
+        raise ScoringError(
+            f"{suite_path} is not the suite this run used (fingerprint {digest[:12]}, the run's "
+            f"{run_config.suite_digest[:12]})"
+        )

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from toolwild.cli._common import console, handled_errors, make_llm, progress_bar
+from toolwild.cli._common import console, err_console, handled_errors, make_llm, progress_bar
 from toolwild.core.files import write_text_atomic
 from toolwild.core.formats.synthtools import load_synthtools_dir, write_tools_jsonl
 from toolwild.errors import ConfigError
 from toolwild.llm.registry import describe_backends
 from toolwild.synth.dedup import exact_dedup
+
+if TYPE_CHECKING:
+    from toolwild.synth.envgen import SynthResult
 
 synth_app = typer.Typer(
     help="Generate environments (synth envs), sessions over them (synth sessions), and deduplicate tool corpora "
@@ -161,6 +165,7 @@ def envs(
             "tools_dropped": dict(sorted(result.dropped.items())),
             "tools_kept": result.kept,
             "failed_stages": result.failed_stages,
+            "environments_without_tools": result.empty,
             "reliability": result.reliability,
             "notes": result.notes,
             "usage": llm.usage.as_dict(),
@@ -178,13 +183,28 @@ def envs(
         table.add_row("note", note)
     if result.failed_stages:
         table.add_row("stages skipped (no valid reply)", f"{len(result.failed_stages):,} (see summary.json)")
+    if result.empty:
+        table.add_row("subdomains without a kept tool (not written)", f"{len(result.empty):,}")
     total = llm.usage.as_dict()["total"]
     tokens = total["prompt_tokens"] + total["completion_tokens"]
     per_tool = f"{tokens / result.kept:,.0f} tokens, ${total['cost_usd'] / result.kept:.4f}" if result.kept else "-"
     table.add_row("model calls (cache hits)", f"{total['calls']:,} ({total['cache_hits']:,})")
     table.add_row("per kept tool", per_tool)
     console.print(table)
+    if not result.environments:
+        _fail_empty(result, out)
     console.print(f"written to {out}")
+
+
+def _fail_empty(result: SynthResult, out: Path) -> NoReturn:
+    """Exit 1 when no environment was kept: a run that produced nothing must not look like a success."""
+    why = f"{result.generated} tool(s) generated, {sum(result.dropped.values())} dropped"
+    if result.failed_stages:
+        first = result.failed_stages[0]
+        why += f"; {len(result.failed_stages)} stage(s) got no valid reply (first: {first['stage']}: {first['error']})"
+    err_console.print(f"[red]no environment kept[/]: {escape(why)}")
+    err_console.print(f"see {escape(str(out / 'summary.json'))} and {escape(str(out / 'drops.json'))}")
+    raise typer.Exit(1)
 
 
 def _environment_refs(envs: list[str]) -> list[str]:

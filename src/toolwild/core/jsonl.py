@@ -1,13 +1,19 @@
-"""Reading JSONL files record by record, with errors that name the file, line and field.
+"""Reading JSON and JSONL files record by record, with errors that name the file, line and field.
 
 One bad line must not cost the rest of a file: :func:`read_jsonl` yields ``(line_number, object)`` pairs and a
 caller that converts each object into a model decides, through :class:`LoadReport`, whether a bad record stops the
 load or is counted and skipped.
+
+Every parse goes through :func:`parse_json`, which bounds what the standard parser lets through: nesting deeper than
+:data:`MAX_JSON_DEPTH` (Python's parser raises ``RecursionError`` near 1,000 levels, and every recursive walk after
+it near the same), integers longer than Python converts, and ``\\u`` escapes that encode half a character (text that
+cannot be written back as UTF-8). Each becomes a :class:`DataError` with the file and line.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,33 +21,131 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from toolwild.core.files import MAX_FILE_BYTES, iter_text_lines, read_text_file
 from toolwild.errors import DataError
 
-__all__ = ["LoadReport", "load_records", "read_jsonl", "validation_to_data_error"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "LoadReport",
+    "load_records",
+    "parse_json",
+    "read_json_file",
+    "read_jsonl",
+    "validation_to_data_error",
+]
 
 T = TypeVar("T")
+
+MAX_JSON_DEPTH = 100
+"""Deepest nesting of arrays and objects accepted. Real records nest fewer than 15 levels (a schema inside a tool
+inside a session); 100 leaves room for any honest data and keeps every recursive walk after the load (JSON Schema
+validation takes about 7 stack frames per level) well inside Python's recursion limit of 1,000."""
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _located(message: str, file: str | Path | None, line: int | None) -> DataError:
+    return DataError(message, file=file, line=line)
+
+
+def _check_tree(value: Any, *, max_depth: int, strings: bool) -> str | None:
+    """What is wrong with a parsed value (too deep; a lone surrogate in a string), or None. Iterative, so a deep
+    value cannot exhaust the stack here."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            items: Any = node.items()
+        elif isinstance(node, list):
+            items = enumerate(node)
+        else:
+            continue
+        if depth > max_depth:
+            return f"JSON nested deeper than {max_depth} levels"
+        for key, child in items:
+            if strings and isinstance(key, str) and _has_surrogate(key):
+                return "a \\u escape encodes half a character (a lone surrogate), which is not text"
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+            elif strings and isinstance(child, str) and _has_surrogate(child):
+                return "a \\u escape encodes half a character (a lone surrogate), which is not text"
+    if strings and isinstance(value, str) and _has_surrogate(value):
+        return "a \\u escape encodes half a character (a lone surrogate), which is not text"
+    return None
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def parse_json(
+    text: str | bytes,
+    *,
+    file: str | Path | None = None,
+    line: int | None = None,
+    max_depth: int = MAX_JSON_DEPTH,
+) -> Any:
+    """Parse one JSON document, bounded (see the module docstring).
+
+    Args:
+        text: the document.
+        file: named in errors.
+        line: the document's first line in ``file`` (for a JSONL record); None for a whole file, whose errors name
+            the line the parser stopped at.
+        max_depth: deepest nesting accepted.
+
+    Raises:
+        DataError: not JSON, too deep, an integer too long to convert, or a lone surrogate.
+    """
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _located(f"not UTF-8: {exc.reason} at byte {exc.start}", file, line) from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        at = line if line is not None else exc.lineno
+        raise _located(f"invalid JSON: {exc.msg} (column {exc.colno})", file, at) from None
+    except RecursionError:
+        raise _located(f"JSON nested deeper than {max_depth} levels", file, line) from None
+    except ValueError as exc:  # e.g. an integer literal longer than Python's conversion limit
+        raise _located(f"invalid JSON: {exc}", file, line) from None
+    strings = _SURROGATE_ESCAPE.search(text) is not None
+    if not strings and text.count("[") + text.count("{") <= max_depth:
+        return value  # fewer brackets than the limit: it cannot nest deeper (the common case, no walk needed)
+    problem = _check_tree(value, max_depth=max_depth, strings=strings)
+    if problem is not None:
+        raise _located(problem, file, line)
+    return value
+
+
+def read_json_file(path: str | Path, *, max_bytes: int = MAX_FILE_BYTES) -> Any:
+    """One JSON document from a file: decoded (UTF-8), size- and depth-bounded, errors naming file and line."""
+    return parse_json(read_text_file(path, max_bytes=max_bytes), file=path)
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     """Yield ``(1-based line number, parsed JSON)`` for each non-blank line.
 
     Raises:
-        DataError: for a line that is not valid JSON (naming file and line); raised lazily, at that line, so the
-            caller can decide to skip it and continue with the next one.
+        DataError: when the file cannot be opened. A line that is not UTF-8, too long or not valid JSON is yielded
+            as a DataError in place of its value (naming file and line), so the caller can decide to skip it and
+            continue with the next one.
     """
-    p = Path(path)
-    try:
-        handle = p.open(encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"cannot read file: {exc.strerror or exc}", file=p) from exc
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield number, json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield number, DataError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=p, line=number)
+    for number, text in iter_text_lines(path):
+        if isinstance(text, DataError):
+            yield number, text
+            continue
+        if not text.strip():
+            continue
+        try:
+            yield number, parse_json(text, file=path, line=number)
+        except DataError as exc:
+            yield number, exc
 
 
 def validation_to_data_error(exc: ValidationError, *, prefix: str = "") -> DataError:
@@ -77,7 +181,7 @@ def load_records(
     Args:
         path: the JSONL file.
         convert: ``(0-based record line index, parsed object) -> model``; raises DataError for a bad record.
-        skip_invalid: count and skip bad records instead of raising.
+        skip_invalid: count and skip bad records (bad bytes, bad JSON, bad content) instead of raising.
     """
     report = LoadReport(path=str(path))
     out: list[T] = []

@@ -18,8 +18,12 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from jsonschema_specifications import REGISTRY as _SPECIFICATIONS
+from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
-__all__ = ["example_value", "normalize_schema", "schema_errors"]
+__all__ = ["example_value", "normalize_schema", "published_types", "schema_defect", "schema_errors"]
 
 _TYPE_ALIASES = {"float": "number", "double": "number", "int": "integer", "bool": "boolean", "str": "string"}
 _JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object", "null"})
@@ -70,15 +74,87 @@ def normalize_schema(schema: Any) -> Any:
     return out
 
 
+_OFFLINE: Registry[Any] = _SPECIFICATIONS
+"""The meta-schemas only, with no way to retrieve anything: jsonschema's default registry downloads a remote
+``$ref`` at validation time, and toolwild never downloads at run time."""
+
+
 @lru_cache(maxsize=4096)
 def _validator(schema_text: str) -> Draft202012Validator | None:
     """A compiled validator per distinct schema (tools are called many times; compiling once matters)."""
     schema = normalize_schema(json.loads(schema_text))
     try:
         Draft202012Validator.check_schema(schema)
-    except SchemaError:
+    except (SchemaError, RecursionError):
         return None
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    return Draft202012Validator(schema, registry=_OFFLINE, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+def published_types(schema: Any) -> Any:
+    """A copy of ``schema`` with WildToolBench's non-standard type ``float`` read as ``number`` (the mapping the
+    published harness applies before sending tools to a model; nothing else is changed)."""
+    if isinstance(schema, list):
+        return [published_types(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: published_types(v) for k, v in schema.items()}
+    kind = out.get("type")
+    if kind == "float":
+        out["type"] = "number"
+    elif isinstance(kind, list):
+        out["type"] = ["number" if k == "float" else k for k in kind]
+    return out
+
+
+_NOT_SUBSCHEMAS = frozenset({"enum", "const", "default", "examples"})
+"""Keywords whose values are data, not schemas: a ``$ref`` key inside them is not a reference."""
+
+
+def _unresolvable_ref(schema: dict[str, Any]) -> str | None:
+    """The path and value of the first ``$ref`` that does not resolve inside the schema (or to a meta-schema).
+
+    Why only inside: resolving anything else means a download, and a schema that cannot be checked offline is as
+    good as no schema. ``$id`` changes the base of the references below it, as in JSON Schema.
+    """
+    root: Resource[Any] = DRAFT202012.create_resource(schema)
+    registry = _OFFLINE.with_resource(root.id() or "", root)
+    stack: list[tuple[Any, str, Any]] = [(schema, "$", registry.resolver_with_root(root))]
+    while stack:
+        node, path, resolver = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, f"{path}[{i}]", resolver) for i, item in enumerate(node))
+            continue
+        if not isinstance(node, dict):
+            continue
+        if isinstance(node.get("$id"), str) and node is not schema:
+            resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            try:
+                resolver.lookup(ref)
+            except Unresolvable:
+                return f"{path}.$ref: {ref!r} cannot be resolved (only references within the schema are allowed)"
+        stack.extend((v, f"{path}.{k}", resolver) for k, v in node.items() if k not in _NOT_SUBSCHEMAS)
+    return None
+
+
+def schema_defect(schema: Any, *, object_type: bool = True) -> str | None:
+    """Why ``schema`` is not a usable JSON Schema (None when it is): meta-validation against draft 2020-12 after
+    :func:`published_types`, every ``$ref`` resolvable offline, and (``object_type``) a schema of an object, as a
+    tool's arguments always are.
+    """
+    if not isinstance(schema, dict):
+        return "must be a JSON Schema object"
+    mapped = published_types(schema)
+    if object_type and mapped.get("type", "object") != "object":
+        return f"must describe an object (type 'object'), not {mapped.get('type')!r}"
+    try:
+        Draft202012Validator.check_schema(mapped)
+    except SchemaError as exc:
+        return f"not valid JSON Schema: {exc.message} (at {_where(exc.absolute_path)})"
+    except RecursionError:
+        return "schema nested too deeply to check"
+    return _unresolvable_ref(mapped)
 
 
 def _where(path: Any) -> str:
@@ -97,7 +173,12 @@ def schema_errors(schema: dict[str, Any] | None, value: Any) -> list[str]:
     validator = _validator(json.dumps(schema, sort_keys=True, default=str))
     if validator is None:
         return []
-    errors = sorted(validator.iter_errors(value), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    try:
+        errors = sorted(validator.iter_errors(value), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    except Unresolvable as exc:  # a schema that was not checked on load (built in code, or a suite's tools)
+        return [f"$: the schema cannot be checked: unresolvable reference {exc}"]
+    except RecursionError:
+        return ["$: the value is nested too deeply to check"]
     lines = [f"{_where(e.absolute_path)}: {e.message}" for e in errors[:_MAX_ERRORS]]
     if len(errors) > _MAX_ERRORS:
         lines.append(f"... and {len(errors) - _MAX_ERRORS} more")

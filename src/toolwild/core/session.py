@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolwild.core.task import Task
 from toolwild.core.tool import Tool
+from toolwild.core.trajectory import state_digest
 
 __all__ = ["Session", "Suite", "count_transitions"]
 
@@ -72,6 +73,14 @@ class Suite(BaseModel):
     version: str = "1"
     source: str = ""
     sessions: list[Session] = Field(default_factory=list)
+
+    def fingerprint(self) -> str:
+        """SHA-256 of the sessions' canonical JSON (name and version aside).
+
+        Recorded in a run's config so that re-scoring refuses a suite that is not the one the run used: two suites
+        whose session ids overlap would otherwise score each other's results without a word.
+        """
+        return state_digest([s.model_dump(mode="json") for s in self.sessions])
 
     def session(self, session_id: str) -> Session | None:
         """The session with this id, or None."""

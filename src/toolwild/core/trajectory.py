@@ -12,9 +12,18 @@ import json
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["Step", "TaskTrajectory", "ToolCall", "Trajectory", "TrajectoryStatus", "state_digest"]
+__all__ = [
+    "FailureKind",
+    "Step",
+    "TaskFailure",
+    "TaskTrajectory",
+    "ToolCall",
+    "Trajectory",
+    "TrajectoryStatus",
+    "state_digest",
+]
 
 
 def state_digest(state: Any) -> str:
@@ -57,11 +66,38 @@ class Step(BaseModel):
     latency_s: float | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    context_dropped: int | None = None
+    """Messages the backend dropped from the front of the conversation to fit its context (the model did not see
+    them): set when it happened, because it changes what was evaluated."""
 
     @property
     def is_empty(self) -> bool:
         """No tool calls and no text: the published harness treats this as an error."""
         return not self.tool_calls and not self.content and self.parse_error is None
+
+
+class FailureKind(StrEnum):
+    """Why a task failed for a reason of the agent's own (a *model failure*: the task counts as failed)."""
+
+    AGENT_ERROR = "agent_error"
+    """The agent raised (an agent bug, a model whose reply could not be used, a request the provider refused)."""
+    MODEL_OUTPUT = "model_output"
+    """The model's output could not be used at all (a tool call without a name, no valid structured reply)."""
+    STEP_BUDGET = "step_budget"
+    """The agent was still going after the most steps a task allows."""
+    TIMEOUT = "timeout"
+    """The session's wall-clock limit ran out while the agent (not the provider) was spending the time."""
+    NOT_REACHED = "not_reached"
+    """An earlier failure of this session (its time limit) left no time for this task."""
+
+
+class TaskFailure(BaseModel):
+    """A model failure of one task: its kind and what happened."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: FailureKind
+    message: str
 
 
 class TaskTrajectory(BaseModel):
@@ -78,16 +114,27 @@ class TaskTrajectory(BaseModel):
     writes: int | None = None
     """Write calls the agent made in this task that wrote, or that the environment refused as duplicates of an
     earlier write (stateful environments): the doubled writes are what the redundant-write count is about."""
+    failure: TaskFailure | None = None
+    """Set when the task failed for a reason of the agent's own (it counts as failed, with this reason)."""
+
+    @property
+    def context_dropped(self) -> int:
+        """Messages dropped to fit the backend's context, over every step of the task."""
+        return sum(s.context_dropped or 0 for s in self.steps)
 
 
 class TrajectoryStatus(StrEnum):
     """How a session's run ended."""
 
     OK = "ok"
+    """The session ran; tasks the agent failed by its own fault say so in ``TaskTrajectory.failure``."""
     INFERENCE_ERROR = "inference_error"
-    """The model/harness failed (the published result holds an error string): counts as 4 failed tasks."""
-    INFRA_ERROR = "infra_error"
-    """The provider failed after retries: reported apart, excluded from accuracy unless asked."""
+    """The published result holds an error string instead of a log: counts as every task failed."""
+    PROVIDER_ERROR = "provider_error"
+    """The provider failed or timed out after retries: listed apart, excluded from accuracy unless asked."""
+    HARNESS_ERROR = "harness_error"
+    """A toolwild or environment bug: listed, left out of the figures, and the run exits non-zero."""
+    INFRA_ERROR = "provider_error"  # the former name of PROVIDER_ERROR (an alias), kept for callers
 
 
 class Trajectory(BaseModel):
@@ -101,3 +148,14 @@ class Trajectory(BaseModel):
     status: TrajectoryStatus = TrajectoryStatus.OK
     error: str | None = None
     tasks: list[TaskTrajectory] = Field(default_factory=list)
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _legacy_status(cls, value: Any) -> Any:
+        """Runs written before the three outcome classes called a provider error ``infra_error``."""
+        return TrajectoryStatus.PROVIDER_ERROR if value == "infra_error" else value
+
+    @property
+    def final(self) -> bool:
+        """A result to keep when resuming: provider and harness errors are run again."""
+        return self.status not in (TrajectoryStatus.PROVIDER_ERROR, TrajectoryStatus.HARNESS_ERROR)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from toolwild.core.task import TaskType, TurnSubtype
+from toolwild.core.trajectory import FailureKind
 
 __all__ = [
     "ArgumentCheck",
@@ -122,6 +123,10 @@ class TaskVerdict(BaseModel):
     """Free-running on a stateful environment: the state after the task equals the expected state."""
     redundant_writes: int | None = None
     """Successful writes beyond the gold's writes for this task (a doubled write corrupts real data)."""
+    failure: FailureKind | None = None
+    """A model failure of this task (the agent raised, ran out of steps or time, wrote unusable output)."""
+    context_dropped: int | None = None
+    """Messages the backend dropped to fit its context during this task (what the model saw was cut)."""
     dropped_step: int | None = None
     """``wtb``: the step entry the published argument pass deletes after an argument error (kept in ``steps``)."""
     steps: list[StepVerdict] = Field(default_factory=list)
@@ -135,9 +140,22 @@ class SessionVerdict(BaseModel):
     session_id: str
     mode: ScoringMode
     inference_error: str | None = None
-    infra_error: bool = False
+    provider_error: bool = Field(default=False, validation_alias=AliasChoices("provider_error", "infra_error"))
+    """The provider failed after retries: the session is listed and left out of accuracy unless asked."""
+    harness_error: str | None = None
+    """A toolwild or environment bug ended this session: listed and left out; the figures are incomplete."""
     transitions: int
     tasks: list[TaskVerdict]
+
+    @property
+    def infra_error(self) -> bool:
+        """Former name of :attr:`provider_error`."""
+        return self.provider_error
+
+    @property
+    def excluded(self) -> bool:
+        """Not a result of the agent: a provider error or a harness error."""
+        return self.provider_error or self.harness_error is not None
 
     @property
     def correct(self) -> bool:

@@ -49,12 +49,16 @@ def _builtin_environment(env_id: str) -> EnvironmentBackend:
 
 
 def resolve_environment_file(ref: str, base_dir: Path | None = None) -> Path | None:
-    """The file a reference names: as given, else relative to ``base_dir`` (a suite's folder); None if neither."""
+    """The file a reference names, or None.
+
+    A suite names its environment files relative to its own folder (``base_dir``), and only there: a file of the
+    same name in the working directory must never shadow the one beside the suite, or stand in for a missing one
+    (the figures would then depend on where the command ran). Without ``base_dir`` (a reference typed on the command
+    line) a relative reference is read from the working directory; an absolute one is read as it is.
+    """
     path = Path(ref)
-    for candidate in (path, (base_dir / path) if base_dir is not None and not path.is_absolute() else None):
-        if candidate is not None and candidate.is_file():
-            return candidate.resolve()
-    return None
+    candidate = path if path.is_absolute() or base_dir is None else base_dir / path
+    return candidate.resolve() if candidate.is_file() else None
 
 
 def _described(ref: str, base_dir: Path | None) -> Environment:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
-from toolwild.errors import ConfigError
+from toolwild.core.session import Suite
+from toolwild.errors import ConfigError, DataError
 from toolwild.eval.agents.base import Agent
 from toolwild.eval.agents.model import ModelAgent
 from toolwild.eval.agents.oracle import OracleAgent
-from toolwild.eval.agents.scripted import ScriptedAgent, load_behaviours
+from toolwild.eval.agents.scripted import ScriptedAgent, behaviour_coverage, load_behaviours
 from toolwild.eval.runner import RunConfig
 from toolwild.llm.cache import CacheMode, ResponseCache
 from toolwild.llm.client import LLM
@@ -18,13 +20,45 @@ __all__ = ["AGENT_FORMS", "build_agent", "build_simulator"]
 
 AGENT_FORMS = ("model", "oracle", "scripted:FILE")
 
+log = logging.getLogger(__name__)
 
-def build_agent(config: RunConfig, run_dir: Path) -> tuple[Agent, LLM | None]:
-    """The agent named by ``config.agent``; a model agent gets an LLM client with the run's cache."""
+
+def _scripted_agent(config: RunConfig, suite: Suite | None) -> ScriptedAgent:
+    """A scripted agent whose behaviour file is checked against the suite.
+
+    Why: a file written for another suite (or with mistyped ids) matched no session and scored 0% without a word.
+    Matching no session is refused; matching only some is logged as a warning (scripting a few sessions of a
+    suite is legitimate, the others then fail with empty replies).
+    """
+    path = config.agent.removeprefix("scripted:")
+    behaviours = load_behaviours(path)
+    if suite is None:
+        from toolwild.core.formats.wtb import load_wtb_suite
+
+        suite, _ = load_wtb_suite(config.suite, skip_invalid=True)
+    coverage = behaviour_coverage(behaviours, suite)
+    if suite.sessions and not coverage.scripted:
+        named = ", ".join(repr(s) for s in list(behaviours)[:3]) or "none"
+        raise DataError(
+            f"the behaviour file scripts no session of the suite {config.suite} (it names {named}; the suite "
+            f"has {suite.sessions[0].id!r} ...)",
+            file=path,
+        )
+    for note in coverage.notes():
+        log.warning("behaviour file %s: %s", path, note)
+    return ScriptedAgent(behaviours)
+
+
+def build_agent(config: RunConfig, run_dir: Path, *, suite: Suite | None = None) -> tuple[Agent, LLM | None]:
+    """The agent named by ``config.agent``; a model agent gets an LLM client with the run's cache.
+
+    ``suite``: the loaded suite, against which a scripted agent's behaviour file is checked (loaded from
+    ``config.suite`` when not given).
+    """
     if config.agent == "oracle":
         return OracleAgent(), None
     if config.agent.startswith("scripted:"):
-        return ScriptedAgent(load_behaviours(config.agent.removeprefix("scripted:"))), None
+        return _scripted_agent(config, suite), None
     if config.agent == "model":
         # enough connections for every session running at once (the local backend keeps its own limit of 1)
         backend = create_backend(

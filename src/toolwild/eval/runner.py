@@ -1,34 +1,41 @@
-"""Running a whole suite: concurrency, per-session timeout, append-only checkpoint, resume, infra errors.
+"""Running a whole suite: concurrency, per-session time limit, append-only checkpoint, resume, outcome classes.
 
 Each finished session is appended to ``trajectories.jsonl`` at once (one line, flushed), so a killed run loses
 nothing it finished. Resuming reads that file, drops what is not final (a torn last line, sessions lost to provider
-errors), and runs only the sessions still missing: none redone, none lost, none duplicated.
+or harness errors), and runs only the sessions still missing: none redone, none lost, none duplicated.
+
+Three outcome classes, never mixed: a *model failure* fails its task (recorded in the trajectory, scored);
+a *provider error* (after retries) leaves its session out of accuracy and listed; a *harness error* (an environment
+that raised, a toolwild bug) is listed, stops the run from starting more sessions, and makes the command exit
+non-zero.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from toolwild.core.files import write_text_atomic
 from toolwild.core.formats.results import append_trajectory
+from toolwild.core.jsonl import read_jsonl
 from toolwild.core.session import Session, Suite
 from toolwild.core.trajectory import Trajectory, TrajectoryStatus
 from toolwild.core.verdict import ScoringMode, SessionVerdict
 from toolwild.envs.registry import get_environment
-from toolwild.errors import BackendError, ConfigError, DataError, TransientBackendError
+from toolwild.errors import CacheMissError, ConfigError, DataError, HarnessError, TransientBackendError
 from toolwild.eval.agents.base import Agent
 from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.scoring.session import failed_session, score_session
 from toolwild.eval.session import HistoryMode, run_session
 from toolwild.llm.client import LLM
 
-__all__ = ["RunConfig", "RunProgress", "load_run_trajectories", "run_suite"]
+__all__ = ["RunConfig", "RunProgress", "load_run_config", "load_run_trajectories", "run_suite"]
 
 TRAJECTORIES = "trajectories.jsonl"
 log = logging.getLogger(__name__)
@@ -41,6 +48,9 @@ class RunConfig(BaseModel):
 
     format_version: int = 1
     suite: str
+    """Absolute path of the suite file."""
+    suite_digest: str | None = None
+    """``Suite.fingerprint()`` of the suite the run used: re-scoring refuses any other suite."""
     agent: str = "model"
     model: str | None = None
     base_url: str | None = None
@@ -48,12 +58,16 @@ class RunConfig(BaseModel):
     history: HistoryMode = HistoryMode.WTB
     mode: ScoringMode = ScoringMode.WTB
     concurrency: int = Field(default=8, ge=1)
-    session_timeout_s: float | None = 1800.0
+    session_timeout_s: float | None = Field(default=1800.0, gt=0)
+    request_timeout_s: float | None = Field(default=None, gt=0)
+    """Per-request limit of the model client (None: the client's default)."""
     max_steps_per_task: int = Field(default=32, ge=1)
     temperature: float = 0.0
     seed: int = 0
     max_tokens: int | None = 1024
-    count_infra_errors: bool = False
+    count_provider_errors: bool = Field(
+        default=False, validation_alias=AliasChoices("count_provider_errors", "count_infra_errors")
+    )
     cache: str = "read-write"
     env_model: str | None = None
     """The model that simulates ``llm`` environments (free mode), if the suite uses any."""
@@ -68,8 +82,12 @@ class RunProgress:
     skipped: int = 0
     tasks: int = 0
     tasks_correct: int = 0
-    infra_errors: int = 0
-    inference_errors: int = 0
+    provider_errors: int = 0
+    """Sessions lost to the provider (left out of accuracy)."""
+    harness_errors: int = 0
+    """Sessions broken by an environment or toolwild bug (the run will exit non-zero)."""
+    model_failures: int = 0
+    """Tasks the agent failed by its own fault (raised, unusable output, step budget, time limit)."""
     tokens: int = 0
 
     @property
@@ -78,69 +96,115 @@ class RunProgress:
         return self.tasks_correct / self.tasks if self.tasks else 0.0
 
 
-def load_run_trajectories(run_dir: Path, *, repair: bool = False) -> list[Trajectory]:
+def load_run_config(run_dir: Path) -> RunConfig:
+    """The config of a run directory, or a ConfigError that says what is wrong with it and what to do."""
+    path = run_dir / "config.json"
+    if not run_dir.is_dir():
+        raise ConfigError(f"{run_dir} is not a run directory (no such folder)")
+    if not path.exists():
+        raise ConfigError(
+            f"{run_dir} is not a run directory (no config.json): if a run was killed before it started, start it "
+            "again with --name"
+        )
+    try:
+        text = path.read_bytes().decode("utf-8")
+        return RunConfig.model_validate_json(text)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err.get("loc", ())) or "(file)"
+        raise ConfigError(f"{path}: not a run config: field {where!r}: {err.get('msg')}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def load_run_trajectories(run_dir: Path, *, repair: bool = False, suite: Suite | None = None) -> list[Trajectory]:
     """Finished trajectories of a run directory (last line per session wins).
 
     Args:
         run_dir: the run directory.
-        repair: rewrite the file without a torn last line and without infra-error sessions (used when resuming,
-            so that the resumed run appends the redone sessions without duplicating them).
+        repair: rewrite the file without a torn last line and without provider- or harness-error sessions (used
+            when resuming, so that the resumed run appends the redone sessions without duplicating them).
+        suite: when given, a trajectory must belong to one of its sessions and hold every task of it (a line that
+            does not is not a result of this run: a DataError names it).
+
+    Raises:
+        DataError: a line that is not a trajectory (bad bytes, bad JSON, bad fields), other than a torn last line.
     """
     path = run_dir / TRAJECTORIES
     if not path.exists():
         return []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    kept: dict[str, tuple[str, Trajectory]] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    records = list(read_jsonl(path))
+    kept: dict[str, Trajectory] = {}
+    for position, (number, obj) in enumerate(records, start=1):
+        last = position == len(records)
         try:
-            traj = Trajectory.model_validate_json(line)
-        except ValueError as exc:
-            if number == len(lines):  # a write cut short by a kill: the session simply was not finished
+            if isinstance(obj, DataError):
+                raise obj
+            traj = Trajectory.model_validate(obj)
+        except (DataError, ValidationError) as exc:
+            if last:  # a write cut short by a kill: the session simply was not finished
                 continue
-            raise DataError(f"not a trajectory: {exc}", file=path, line=number) from None
-        kept[traj.session_id] = (line, traj)
-    final = {sid: v for sid, v in kept.items() if v[1].status is not TrajectoryStatus.INFRA_ERROR}
+            detail = exc.message if isinstance(exc, DataError) else _first_error(exc)
+            raise DataError(f"not a trajectory: {detail}", file=path, line=number) from None
+        if suite is not None:
+            session = suite.session(traj.session_id)
+            if session is None:
+                raise DataError(f"session {traj.session_id!r} is not in the run's suite", file=path, line=number)
+            if traj.status is TrajectoryStatus.OK and len(traj.tasks) != len(session.tasks):
+                raise DataError(
+                    f"session {traj.session_id!r} has {len(traj.tasks)} task(s) here and {len(session.tasks)} in "
+                    "the suite: not a finished session of this run",
+                    file=path,
+                    line=number,
+                    field="tasks",
+                )
+        kept[traj.session_id] = traj
     if repair:
-        write_text_atomic(path, "".join(line + "\n" for line, _ in final.values()))
-        return [t for _, t in final.values()]
-    return [t for _, t in kept.values()]
+        final = {sid: t for sid, t in kept.items() if t.final}
+        lines = (json.dumps(t.model_dump(mode="json"), ensure_ascii=False) + "\n" for t in final.values())
+        write_text_atomic(path, "".join(lines))
+        return list(final.values())
+    return list(kept.values())
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err.get("loc", ()))
+    return f"field {loc!r}: {err.get('msg')}" if loc else str(err.get("msg"))
 
 
 async def _run_one(session: Session, agent: Agent, config: RunConfig, simulator: LLM | None) -> Trajectory:
+    """One session, its outcome classified: model failures inside the trajectory, provider and harness errors as
+    the trajectory's status."""
+
+    def ended(status: TrajectoryStatus, error: str) -> Trajectory:
+        return Trajectory(session_id=session.id, model=agent.name, status=status, error=error)
+
     try:
         environment = (
             get_environment(session.environment, simulator=simulator, base_dir=Path(config.suite).parent)
             if session.environment and config.history is HistoryMode.FREE
             else None
         )
-        coro = run_session(
+        return await run_session(
             session,
             agent,
             history=config.history,
             scoring_mode=config.mode,
             max_steps_per_task=config.max_steps_per_task,
             environment=environment,
+            time_limit_s=config.session_timeout_s,
         )
-        if config.session_timeout_s is None:
-            return await coro
-        return await asyncio.wait_for(coro, config.session_timeout_s)
-    except (TransientBackendError, TimeoutError) as exc:
-        reason = str(exc) or "session timed out"
-        return Trajectory(session_id=session.id, model=agent.name, status=TrajectoryStatus.INFRA_ERROR, error=reason)
-    except BackendError as exc:
-        return Trajectory(
-            session_id=session.id, model=agent.name, status=TrajectoryStatus.INFERENCE_ERROR, error=str(exc)
-        )
-    except Exception as exc:  # a bug in an agent, environment or toolwild itself must not end the whole run
+    except TransientBackendError as exc:
+        return ended(TrajectoryStatus.PROVIDER_ERROR, str(exc) or type(exc).__name__)
+    except (HarnessError, CacheMissError) as exc:
+        log.error("session %s: harness error: %s", session.id, exc)
+        return ended(TrajectoryStatus.HARNESS_ERROR, str(exc))
+    except Exception as exc:  # a bug in toolwild itself: recorded, and the run ends loudly
         log.exception("session %s failed inside the harness", session.id)
-        return Trajectory(
-            session_id=session.id,
-            model=agent.name,
-            status=TrajectoryStatus.INFRA_ERROR,
-            error=f"internal error: {type(exc).__name__}: {exc}",
-        )
+        return ended(TrajectoryStatus.HARNESS_ERROR, f"internal error: {type(exc).__name__}: {exc}")
 
 
 async def run_suite(
@@ -155,22 +219,27 @@ async def run_suite(
 ) -> list[SessionVerdict]:
     """Run every session not yet finished in ``run_dir`` and return the verdicts of all sessions of the suite.
 
-    ``simulator`` answers the calls of sessions whose environment is model-simulated (free mode).
+    ``simulator`` answers the calls of sessions whose environment is model-simulated (free mode). After a harness
+    error no new session starts (those already running finish); sessions not run are returned as harness errors
+    ("not run"), so a resumed run picks them up.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     config_path = run_dir / "config.json"
+    digest = suite.fingerprint()
     if resume:
-        if not config_path.exists():
-            raise ConfigError(f"{run_dir} is not a run directory (no config.json)")
-        done = {t.session_id: t for t in load_run_trajectories(run_dir, repair=True)}
+        previous = load_run_config(run_dir)
+        if previous.suite_digest is not None and previous.suite_digest != digest:
+            raise ConfigError(
+                f"{run_dir}: the suite changed since the run started (digest {previous.suite_digest[:12]} in the "
+                f"run, {digest[:12]} now): resuming would mix two suites"
+            )
+        done = {t.session_id: t for t in load_run_trajectories(run_dir, repair=True, suite=suite)}
     else:
         if (run_dir / TRAJECTORIES).exists() and (run_dir / TRAJECTORIES).stat().st_size:
             raise ConfigError(f"{run_dir} already holds a run; use --resume to continue it or choose another --name")
         done = {}
-    config_path.write_text(config.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    unknown = [sid for sid in done if suite.session(sid) is None]
-    if unknown:
-        raise ConfigError(f"{run_dir} holds sessions that are not in the suite: {unknown[:3]}")
+    config = config.model_copy(update={"suite_digest": digest})
+    write_text_atomic(config_path, config.model_dump_json(indent=2) + "\n")
     if (
         config.history is HistoryMode.FREE
     ):  # a missing environment or simulator is a setup error: say it before any call
@@ -182,11 +251,12 @@ async def run_suite(
     def account(verdict: SessionVerdict, traj: Trajectory) -> None:
         verdicts[verdict.session_id] = verdict
         progress.done += 1
-        if traj.status is TrajectoryStatus.INFRA_ERROR:
-            progress.infra_errors += 1
-        elif traj.status is TrajectoryStatus.INFERENCE_ERROR:
-            progress.inference_errors += 1
-        if not verdict.infra_error:
+        if traj.status is TrajectoryStatus.PROVIDER_ERROR:
+            progress.provider_errors += 1
+        elif traj.status is TrajectoryStatus.HARNESS_ERROR:
+            progress.harness_errors += 1
+        progress.model_failures += sum(t.failure is not None for t in traj.tasks)
+        if not verdict.excluded:
             progress.tasks += len(verdict.tasks)
             progress.tasks_correct += sum(t.label == "correct" for t in verdict.tasks)
         progress.tokens += sum((s.input_tokens or 0) + (s.output_tokens or 0) for t in traj.tasks for s in t.steps)
@@ -196,7 +266,7 @@ async def run_suite(
     for sid, traj in done.items():
         session = suite.session(sid)
         assert session is not None
-        account(score_session(session, traj, mode=config.mode), traj)
+        account(_score(session, traj, config.mode), traj)
         progress.skipped += 1
     # Longest sessions first (by gold steps): with N sessions at once, a long one started last would leave the
     # other slots idle while it finishes.
@@ -205,13 +275,33 @@ async def run_suite(
         key=lambda s: -sum(GoldDag.from_task(t).min_length for t in s.tasks),
     )
     limit = asyncio.Semaphore(config.concurrency)
+    halted: list[str] = []
     with (run_dir / TRAJECTORIES).open("a", encoding="utf-8") as handle:
 
         async def worker(session: Session) -> None:
             async with limit:
+                if halted:
+                    return
                 traj = await _run_one(session, agent, config, simulator)
+            if traj.status is TrajectoryStatus.HARNESS_ERROR:
+                halted.append(session.id)
             append_trajectory(handle, traj)
-            account(score_session(session, traj, mode=config.mode), traj)
+            account(_score(session, traj, config.mode), traj)
 
         await asyncio.gather(*(worker(s) for s in todo))
-    return [verdicts.get(s.id) or failed_session(s, config.mode, "not run") for s in suite.sessions]
+    out = []
+    for s in suite.sessions:
+        verdict = verdicts.get(s.id)
+        if verdict is None:
+            verdict = failed_session(s, config.mode, "not run: the run stopped after a harness error")
+            verdict.harness_error = f"not run: the run stopped after a harness error in session {halted[0]!r}"
+        out.append(verdict)
+    return out
+
+
+def _score(session: Session, traj: Trajectory, mode: ScoringMode) -> SessionVerdict:
+    """Score one session; a scorer that raises is a toolwild bug, and says which session set it off."""
+    try:
+        return score_session(session, traj, mode=mode)
+    except Exception as exc:
+        raise HarnessError(f"scoring session {session.id!r} failed: {type(exc).__name__}: {exc}") from exc

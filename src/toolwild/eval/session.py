@@ -11,23 +11,44 @@ sees its own earlier turns). In ``free`` mode the agent keeps its own history ac
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
+from collections.abc import Callable
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from toolwild.core.formats.openai_tools import to_openai_tools_for_api
 from toolwild.core.session import Session
 from toolwild.core.task import NodeKind
 from toolwild.core.tool import Effect
-from toolwild.core.trajectory import Step, TaskTrajectory, ToolCall, Trajectory, state_digest
+from toolwild.core.trajectory import (
+    FailureKind,
+    Step,
+    TaskFailure,
+    TaskTrajectory,
+    ToolCall,
+    Trajectory,
+    state_digest,
+)
 from toolwild.core.verdict import ScoringMode
 from toolwild.envs.base import EnvironmentBackend, Episode, Observation, ToolErrorKind, diff_states
+from toolwild.errors import (
+    CacheMissError,
+    HarnessError,
+    ModelOutputError,
+    StructuredOutputError,
+    TransientBackendError,
+)
 from toolwild.eval.agents.base import Agent, AgentContext
+from toolwild.eval.clock import ProviderClock, current_clock
 from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.scoring.session import api_parameters
 from toolwild.eval.scoring.task import TaskJudge
 
 __all__ = ["HistoryMode", "environment_seed", "gold_history", "gold_task_messages", "run_session"]
+
+T = TypeVar("T")
 
 
 def environment_seed(session: Session) -> int:
@@ -135,6 +156,7 @@ async def run_session(
     scoring_mode: ScoringMode = ScoringMode.WTB,
     max_steps_per_task: int = 32,
     environment: EnvironmentBackend | None = None,
+    time_limit_s: float | None = None,
 ) -> Trajectory:
     """Run every task of a session through the live loop and return what the agent did.
 
@@ -142,91 +164,199 @@ async def run_session(
     makes, even one the live loop judges wrong: a real service would have executed it), the agent sees the real
     observations, and after each task the environment's state is recorded (digest, differences from the expected
     state, write count).
+
+    Outcomes: a task the agent fails by its own fault (it raised, wrote unusable output, ran past its step budget or
+    spent the session's ``time_limit_s``) is recorded with its :class:`TaskFailure` and the session goes on. The
+    provider's failure after retries (or a time limit spent mostly waiting on it) raises
+    :class:`TransientBackendError`; an environment that raises or a bug in the live loop raises
+    :class:`HarnessError`.
     """
-    episode = environment.reset(seed=environment_seed(session)) if environment and history is HistoryMode.FREE else None
-    write_tools = {t.name for t in environment.tools if t.effect is Effect.WRITE} if environment else set()
+    clock = ProviderClock()
+    token = current_clock.set(clock)
     try:
-        return await _run_tasks(session, agent, history, scoring_mode, max_steps_per_task, episode, write_tools)
-    finally:
-        if episode is not None:
-            episode.close()
-
-
-async def _run_tasks(
-    session: Session,
-    agent: Agent,
-    history: HistoryMode,
-    scoring_mode: ScoringMode,
-    max_steps_per_task: int,
-    episode: Episode | None,
-    write_tools: set[str],
-) -> Trajectory:
-    tools = to_openai_tools_for_api(session.tools)
-    params = api_parameters(session)
-    own_history: list[dict[str, Any]] = [{"role": "system", "content": session.system_prompt}]
-    teacher_forced = list(own_history)  # grows by each task's gold conversation (built once per task)
-    tasks: list[TaskTrajectory] = []
-    for ti, task in enumerate(session.tasks):
-        base = teacher_forced if history is HistoryMode.WTB else own_history
-        messages = [*base, {"role": "user", "content": task.utterance}]
-        judge = TaskJudge(task, parameters=params, mode=scoring_mode)
-        steps: list[Step] = []
-        writes = 0
-        while not judge.finished:
-            if len(steps) >= max_steps_per_task:
-                break
-            context = AgentContext(
-                session=session, task_index=ti, step_index=len(steps), messages=list(messages), tools=tools
+        episode = None
+        if environment is not None and history is HistoryMode.FREE:
+            episode = _harness_guard("environment reset", lambda: environment.reset(seed=environment_seed(session)))
+        write_tools = {t.name for t in environment.tools if t.effect is Effect.WRITE} if environment else set()
+        run = _SessionRun(session, agent, history, scoring_mode, max_steps_per_task, episode, write_tools)
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(time_limit_s):
+                await run.run()
+        except TimeoutError:
+            # only the limit's own expiry gets here: the agent's and the environment's exceptions are caught inside
+            elapsed = time.monotonic() - started
+            if clock.waited_s >= elapsed / 2:
+                raise TransientBackendError(
+                    f"session time limit of {time_limit_s:g} s reached, {clock.waited_s:.0f} s of it waiting on the "
+                    "provider"
+                ) from None
+            run.stop_at_time_limit(
+                f"session time limit of {time_limit_s:g} s reached ({elapsed - clock.waited_s:.0f} s spent by the "
+                f"agent, {clock.waited_s:.0f} s waiting on the provider)"
             )
-            step = await agent.next_step(context)
-            verdict = judge.feed(step)
-            ids = [c.id or f"call_{ti}_{len(steps)}_{k}" for k, c in enumerate(step.tool_calls or [])]
-            if step.tool_calls:
-                for call, call_id in zip(step.tool_calls, ids, strict=True):
-                    call.id = call_id
-            steps.append(step)
-            if episode is not None and step.tool_calls:
-                observed = [await _execute(episode, call) for call in step.tool_calls]
-                writes += sum(
-                    1 for c, o in zip(step.tool_calls, observed, strict=True) if c.name in write_tools and _wrote(o)
-                )
-                step.observations = [o.to_text() for o in observed]
-                messages.append(_assistant_message(step, ids))
-                for call_id, text in zip(ids, step.observations, strict=True):
-                    messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
-                if verdict.name_label == "error":
-                    break
-                continue
-            if verdict.name_label == "error":
-                if history is HistoryMode.FREE and (step.content or step.tool_calls):
-                    messages.append(_assistant_message(step, ids))
-                    for call_id in ids:
-                        messages.append(
-                            {"role": "tool", "tool_call_id": call_id, "content": '{"error": "not executed"}'}
-                        )
-                break
-            messages.append(_assistant_message(step, ids))
-            nodes = [task.gold[i] for i in verdict.matched_nodes]
-            if verdict.kind == "calls":
-                # the harness pairs name-sorted observations with the model's name-sorted call ids
-                order = sorted(range(len(ids)), key=lambda k: step.tool_calls[k].name if step.tool_calls else "")
-                observations = [_as_text(n.observation) for n in nodes]
-                step.observations = observations
-                for k, obs in zip(order, observations, strict=False):
-                    messages.append({"role": "tool", "tool_call_id": ids[k], "content": obs})
-            elif nodes and nodes[0].kind is NodeKind.ASK:
-                step.user_reply = nodes[0].user_input or ""
-                messages.append({"role": "user", "content": step.user_reply})
-        record = TaskTrajectory(task_index=ti, steps=steps)
-        if episode is not None:
-            state = episode.state()
+        finally:
+            if episode is not None:
+                _harness_guard("environment close", episode.close)
+        return Trajectory(session_id=session.id, model=agent.name, tasks=run.tasks)
+    finally:
+        current_clock.reset(token)
+
+
+def _harness_guard(what: str, action: Callable[[], T]) -> T:
+    """Run a piece of the environment's own machinery; anything it raises is a harness error, not the agent's."""
+    try:
+        return action()
+    except (TransientBackendError, HarnessError):
+        raise
+    except Exception as exc:
+        raise HarnessError(f"{what} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _model_failure(exc: Exception) -> TaskFailure:
+    """The failure an exception out of the agent's step stands for."""
+    unusable = isinstance(exc, ModelOutputError | StructuredOutputError)
+    kind = FailureKind.MODEL_OUTPUT if unusable else FailureKind.AGENT_ERROR
+    text = str(exc) or "(no message)"
+    return TaskFailure(kind=kind, message=f"{type(exc).__name__}: {text}"[:2000])
+
+
+class _SessionRun:
+    """The tasks of one session as they run: kept on the object so that a time limit can close them where they are."""
+
+    def __init__(
+        self,
+        session: Session,
+        agent: Agent,
+        history: HistoryMode,
+        scoring_mode: ScoringMode,
+        max_steps_per_task: int,
+        episode: Episode | None,
+        write_tools: set[str],
+    ) -> None:
+        self.session = session
+        self.agent = agent
+        self.history = history
+        self.scoring_mode = scoring_mode
+        self.max_steps = max_steps_per_task
+        self.episode = episode
+        self.write_tools = write_tools
+        self.tasks: list[TaskTrajectory] = []
+        self.current_steps: list[Step] = []
+        self.current_writes = 0
+
+    def _record(self, index: int, steps: list[Step], writes: int, failure: TaskFailure | None) -> TaskTrajectory:
+        record = TaskTrajectory(task_index=index, steps=steps, failure=failure)
+        if self.episode is not None:
+            state = _harness_guard("reading the environment's state", self.episode.state)
             record.state_digest = state_digest(state)
             record.writes = writes
-            if task.expected_state is not None:
-                record.state_diff = diff_states(task.expected_state, state)[:20]
-        tasks.append(record)
-        if history is HistoryMode.FREE:
-            own_history = messages
-        else:
-            teacher_forced = [*teacher_forced, *gold_task_messages(session, ti)]
-    return Trajectory(session_id=session.id, model=agent.name, tasks=tasks)
+            expected = self.session.tasks[index].expected_state
+            if expected is not None:
+                record.state_diff = diff_states(expected, state)[:20]
+        return record
+
+    def stop_at_time_limit(self, message: str) -> None:
+        """Close the running task as the agent's timeout and every later one as not reached."""
+        index = len(self.tasks)
+        if index < len(self.session.tasks):
+            failure = TaskFailure(kind=FailureKind.TIMEOUT, message=message)
+            self.tasks.append(self._record(index, self.current_steps, self.current_writes, failure))
+        for later in range(len(self.tasks), len(self.session.tasks)):
+            failure = TaskFailure(kind=FailureKind.NOT_REACHED, message=f"not run: {message}")
+            self.tasks.append(self._record(later, [], 0, failure))
+
+    async def _step(self, context: AgentContext) -> Step | TaskFailure:
+        """One agent step; an exception of the agent's own becomes the task's failure."""
+        try:
+            return await self.agent.next_step(context)
+        except (TransientBackendError, HarnessError, CacheMissError):
+            raise  # the provider's failure, or a replay that cannot go on: never the agent's
+        except Exception as exc:  # the agent's own failure: the task fails with it, the session goes on
+            return _model_failure(exc)
+
+    async def _execute(self, call: ToolCall) -> Observation:
+        assert self.episode is not None
+        try:
+            return await _execute(self.episode, call)
+        except (TransientBackendError, HarnessError):
+            raise
+        except Exception as exc:  # an environment must answer a bad call with an error observation, not raise
+            raise HarnessError(
+                f"environment raised on {call.name!r} (task {len(self.tasks)}): {type(exc).__name__}: {exc}"
+            ) from exc
+
+    async def run(self) -> None:
+        session, history = self.session, self.history
+        tools = to_openai_tools_for_api(session.tools)
+        params = api_parameters(session)
+        own_history: list[dict[str, Any]] = [{"role": "system", "content": session.system_prompt}]
+        teacher_forced = list(own_history)  # grows by each task's gold conversation (built once per task)
+        for ti, task in enumerate(session.tasks):
+            base = teacher_forced if history is HistoryMode.WTB else own_history
+            messages = [*base, {"role": "user", "content": task.utterance}]
+            judge = TaskJudge(task, parameters=params, mode=self.scoring_mode)
+            steps: list[Step] = []
+            self.current_steps = steps
+            self.current_writes = 0
+            failure: TaskFailure | None = None
+            while not judge.finished:
+                if len(steps) >= self.max_steps:
+                    failure = TaskFailure(
+                        kind=FailureKind.STEP_BUDGET,
+                        message=f"still going after {self.max_steps} steps (the most a task allows)",
+                    )
+                    break
+                context = AgentContext(
+                    session=session, task_index=ti, step_index=len(steps), messages=list(messages), tools=tools
+                )
+                outcome = await self._step(context)
+                if isinstance(outcome, TaskFailure):
+                    failure = outcome
+                    break
+                step = outcome
+                verdict = _harness_guard("the live judge", lambda step=step, judge=judge: judge.feed(step))
+                ids = [c.id or f"call_{ti}_{len(steps)}_{k}" for k, c in enumerate(step.tool_calls or [])]
+                if step.tool_calls:
+                    for call, call_id in zip(step.tool_calls, ids, strict=True):
+                        call.id = call_id
+                steps.append(step)
+                if self.episode is not None and step.tool_calls:
+                    observed = [await self._execute(call) for call in step.tool_calls]
+                    self.current_writes += sum(
+                        1
+                        for c, o in zip(step.tool_calls, observed, strict=True)
+                        if c.name in self.write_tools and _wrote(o)
+                    )
+                    step.observations = [o.to_text() for o in observed]
+                    messages.append(_assistant_message(step, ids))
+                    for call_id, text in zip(ids, step.observations, strict=True):
+                        messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+                    if verdict.name_label == "error":
+                        break
+                    continue
+                if verdict.name_label == "error":
+                    if history is HistoryMode.FREE and (step.content or step.tool_calls):
+                        messages.append(_assistant_message(step, ids))
+                        for call_id in ids:
+                            messages.append(
+                                {"role": "tool", "tool_call_id": call_id, "content": '{"error": "not executed"}'}
+                            )
+                    break
+                messages.append(_assistant_message(step, ids))
+                nodes = [task.gold[i] for i in verdict.matched_nodes]
+                if verdict.kind == "calls":
+                    # the harness pairs name-sorted observations with the model's name-sorted call ids
+                    order = sorted(range(len(ids)), key=lambda k: step.tool_calls[k].name if step.tool_calls else "")
+                    observations = [_as_text(n.observation) for n in nodes]
+                    step.observations = observations
+                    for k, obs in zip(order, observations, strict=False):
+                        messages.append({"role": "tool", "tool_call_id": ids[k], "content": obs})
+                elif nodes and nodes[0].kind is NodeKind.ASK:
+                    step.user_reply = nodes[0].user_input or ""
+                    messages.append({"role": "user", "content": step.user_reply})
+            self.tasks.append(self._record(ti, steps, self.current_writes, failure))
+            if history is HistoryMode.FREE:
+                own_history = messages
+            else:
+                teacher_forced = [*teacher_forced, *gold_task_messages(session, ti)]

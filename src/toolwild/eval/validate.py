@@ -152,7 +152,7 @@ def validate_suite(
     simulator: LLM | None = None,
     subtypes: bool = False,
 ) -> list[Problem]:
-    """Everything wrong with a (well-formed) suite, most serious first.
+    """Everything wrong with a (well-formed) suite, most serious first (a suite with no session is an error).
 
     Args:
         suite: the loaded suite.
@@ -164,6 +164,8 @@ def validate_suite(
         subtypes: also check every hidden-intent label against the values (:mod:`toolwild.core.hidden_intent`).
     """
     problems: list[Problem] = []
+    if not suite.sessions:  # nothing to evaluate is not a valid suite, whatever else is true of it
+        problems.append(Problem(Severity.ERROR, suite.source or suite.name, "the suite holds no session"))
     for session in suite.sessions:
         line = (line_of or {}).get(session.id)
         where = f"{session.id}" + (f" (line {line})" if line else "")
@@ -207,7 +209,7 @@ def validate_suite(
         if not oracle_check:
             continue
         for mode in ScoringMode:
-            verdict = score_session(session, oracle_trajectory(session), mode=mode)
+            verdict = score_session(session, oracle_trajectory(session), mode=mode, base_dir=base_dir)
             for tv in verdict.tasks:
                 if tv.label != "correct":
                     problems.append(

@@ -11,7 +11,14 @@ from abc import ABC, abstractmethod
 
 from toolwild.llm.types import ChatRequest, Completion
 
-__all__ = ["Backend"]
+__all__ = ["DEFAULT_REQUEST_TIMEOUT_S", "Backend"]
+
+DEFAULT_REQUEST_TIMEOUT_S = 600.0
+"""Deadline of one remote call, end to end. It is the ``openai`` SDK's own default, and it has to be that long
+because the clock runs while the request waits in the server's queue: a local server (``toolwild model serve``,
+llama.cpp, Ollama) answers one or a few requests at a time while ``toolwild eval`` sends 8, so a request can
+legitimately wait for several generations before its own starts. An unreachable endpoint is caught at once by the
+preflight (:mod:`toolwild.llm.preflight`) and the connect timeout (10 s), not by this deadline."""
 
 
 class Backend(ABC):
@@ -54,6 +61,19 @@ class Backend(ABC):
         computing in its thread, so timing it out only queues the retry behind the abandoned work (the client then
         runs such a backend without a per-attempt timeout)."""
         return True
+
+    @property
+    def request_timeout(self) -> float | None:
+        """The backend's own deadline for one call (None: it has none), so the client's backstop can be longer."""
+        return None
+
+    async def probe(self, timeout_s: float) -> None:
+        """One cheap request proving the endpoint answers for this model, before a run starts.
+
+        The default does nothing: an in-process backend cannot be unreachable. Remote backends raise
+        :class:`~toolwild.errors.ConfigError` when the endpoint cannot be reached, the model is unknown or the key is
+        refused (see :func:`toolwild.llm.preflight.preflight`).
+        """
 
     def identity(self) -> dict[str, str | None]:
         """What identifies the model for caching (kind, model, endpoint); never a secret."""

@@ -4,7 +4,8 @@ It wraps a :class:`Backend` with what every caller needs and no backend should r
 cache, sharing of identical in-flight requests, a concurrency limit, timeouts, retries with backoff on
 infrastructure errors (honouring ``retry-after``), prompt mode for models without native tools, and usage
 accounting per role. Infrastructure failures surface as :class:`TransientBackendError` after the last retry, so
-callers can tell "the provider failed" from "the model answered wrongly".
+callers can tell "the provider failed" from "the model answered wrongly"; a :class:`ModelOutputError` (the model's
+own unusable output) is never retried: the model would likely write it again, and it is the model's failure.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from toolwild.errors import CacheMissError, TransientBackendError
+from toolwild.errors import (
+    CacheMissError,
+    ModelOutputError,
+    PermanentBackendError,
+    TransientBackendError,
+)
 from toolwild.llm.backend import Backend
 from toolwild.llm.cache import CacheMode, ResponseCache, cache_key
 from toolwild.llm.prompt_mode import from_prompt_reply, to_prompt_request
@@ -22,6 +28,10 @@ from toolwild.llm.types import ChatRequest, Completion
 from toolwild.llm.usage import UsageTracker
 
 __all__ = ["LLM", "RetryPolicy"]
+
+_BACKSTOP_MARGIN_S = 5.0
+"""How much longer than a backend's own deadline the client's per-attempt limit is: the backend's deadline fires
+first and says what timed out; the client's only catches a backend that does not keep its own."""
 
 
 @dataclass(frozen=True)
@@ -52,8 +62,9 @@ class LLM:
         cache: response cache (None: no caching).
         prompt_mode: describe tools in the prompt instead of passing them; None = when the backend lacks tools.
         retry: retry policy for infrastructure errors.
-        timeout_s: per-attempt timeout (None: the backend's own); not applied to a backend whose attempts cannot be
-            abandoned (the in-process model).
+        timeout_s: per-attempt timeout (None: the backend's own); never shorter than the backend's own deadline
+            (:attr:`Backend.request_timeout`) plus a margin, so ``--request-timeout`` is the one that counts; not
+            applied to a backend whose attempts cannot be abandoned (the in-process model).
         max_connections: concurrent calls (default: the backend's hook).
         usage: where usage is accounted (a fresh tracker by default).
         sleep: the sleep used between retries (tests inject a fake clock).
@@ -76,9 +87,11 @@ class LLM:
         self.cache = cache
         self.prompt_mode = (not backend.native_tools) if prompt_mode is None else prompt_mode
         self.retry = retry or RetryPolicy()
-        self.timeout_s = timeout_s if backend.abandonable else None
+        self.timeout_s = _attempt_timeout(timeout_s, backend)
         self.usage = usage or UsageTracker()
-        self._limit = asyncio.Semaphore(max_connections or backend.max_connections())
+        self.max_connections = max_connections or backend.max_connections()
+        """Calls sent to the backend at once; more wait their turn here (first come, first served)."""
+        self._limit = asyncio.Semaphore(self.max_connections)
         self._inflight: dict[str, asyncio.Future[Completion]] = {}
         self._sleep = sleep
         self._rng = random.Random(seed)
@@ -113,11 +126,20 @@ class LLM:
         pending = self._inflight.get(key)
         if pending is not None:
             self.usage.record_hit(role)
-            return await asyncio.shield(pending)
+            try:
+                return await asyncio.shield(pending)
+            except asyncio.CancelledError:
+                if not pending.cancelled() or _being_cancelled():
+                    raise
+                # the caller that owned the shared call went away (a served client disconnected): make it ourselves
+                return await self.complete(request, role=role)
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
             completion = await self._call(sent, role, transform)
+        except asyncio.CancelledError:
+            future.cancel()  # waiters see a cancelled shared call and make their own, instead of being cancelled
+            raise
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # mark retrieved: waiters re-raise it, nobody else needs to
@@ -139,8 +161,15 @@ class LLM:
                     # a timeout context, not wait_for: no extra task per call
                     async with asyncio.timeout(self.timeout_s):
                         completion = await self.backend.complete(request)
+            except (ModelOutputError, PermanentBackendError):
+                self.usage.record_failure(role)  # failed for good on the first attempt: retrying cannot help
+                raise
             except (TransientBackendError, TimeoutError) as exc:
-                error = exc if isinstance(exc, TransientBackendError) else TransientBackendError("timeout")
+                error = (
+                    exc
+                    if isinstance(exc, TransientBackendError)
+                    else TransientBackendError(f"timeout: no reply within {self.timeout_s:g} s")
+                )
                 if attempt >= self.retry.max_attempts:
                     self.usage.record_failure(role)
                     raise error from None
@@ -155,3 +184,19 @@ class LLM:
         await self.backend.aclose()
         if self.cache is not None:
             self.cache.close()
+
+
+def _attempt_timeout(timeout_s: float | None, backend: Backend) -> float | None:
+    """The client's per-attempt limit: none for a backend that cannot be abandoned, else ``timeout_s`` but never
+    shorter than the backend's own deadline plus a margin (an explicit ``--request-timeout`` of 300 s must not be
+    cut at the client's default 120 s)."""
+    if not backend.abandonable or timeout_s is None:
+        return None
+    own = backend.request_timeout
+    return timeout_s if own is None else max(timeout_s, own + _BACKSTOP_MARGIN_S)
+
+
+def _being_cancelled() -> bool:
+    """Whether the current task itself has been asked to stop (as opposed to something it awaited)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

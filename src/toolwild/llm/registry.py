@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from toolwild.errors import ConfigError
-from toolwild.llm.backend import Backend
+from toolwild.llm.backend import DEFAULT_REQUEST_TIMEOUT_S, Backend
 
 __all__ = ["create_backend", "describe_backends"]
 
@@ -24,15 +24,26 @@ def create_backend(
     *,
     base_url: str | None = None,
     api_key_env: str = "OPENAI_API_KEY",
-    timeout_s: float = 60.0,
+    request_timeout: float | None = None,
     max_connections: int = 16,
 ) -> Backend:
     """Build a backend from a ``--model`` value.
 
+    Args:
+        spec: ``local``, ``local:PATH.gguf`` or ``openai:NAME``.
+        base_url: the ``/v1`` endpoint of an OpenAI-compatible server (``openai:`` only).
+        api_key_env: the environment variable holding the key (``openai:`` only).
+        request_timeout: seconds one remote call may take end to end, queueing on the server included (None:
+            :data:`~toolwild.llm.backend.DEFAULT_REQUEST_TIMEOUT_S`). The in-process model has no such deadline.
+        max_connections: calls in flight at once against a remote endpoint.
+
     Raises:
-        ConfigError: an unknown form.
+        ConfigError: an unknown form or a non-positive timeout.
         MissingDependencyError: the backend's package is not installed.
     """
+    timeout = DEFAULT_REQUEST_TIMEOUT_S if request_timeout is None else float(request_timeout)
+    if not timeout > 0:
+        raise ConfigError(f"the request timeout must be a positive number of seconds, got {request_timeout}")
     kind, _, rest = spec.partition(":")
     if kind == "local":
         from toolwild.llm.backends.local import LocalBackend
@@ -47,7 +58,7 @@ def create_backend(
             model=rest,
             base_url=base_url,
             api_key_env=api_key_env,
-            timeout_s=timeout_s,
+            timeout_s=timeout,
             max_connections=max_connections,
         )
     raise ConfigError(f"unknown model {spec!r}; use one of: {', '.join(describe_backends())}")

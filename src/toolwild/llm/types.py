@@ -95,3 +95,6 @@ class Completion(BaseModel):
     reasoning: str | None = None
     model: str | None = None
     """The model name the provider reported."""
+    dropped_messages: int = 0
+    """Messages the backend removed from the front of the conversation to fit its context window (the embedded
+    model does this): recorded because it changes what was evaluated."""

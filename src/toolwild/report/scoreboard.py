@@ -9,7 +9,7 @@ from rich.table import Table
 
 from toolwild.core.verdict import Metrics
 
-__all__ = ["render_scoreboard"]
+__all__ = ["render_outcomes", "render_scoreboard"]
 
 
 def _pct(x: float) -> str:
@@ -81,6 +81,38 @@ def render_scoreboard(metrics: Metrics, console: Console) -> None:
         for name, v in sorted(taxonomy.items(), key=lambda kv: -kv[1]["count"]):
             errors.add_row(name, v["family"], str(v["count"]), _pct(v["share"]))
         console.print(errors)
-    excluded = ext.get("infra_error_sessions") or []
-    if excluded and not ext.get("infra_errors_counted"):
-        console.print(f"[yellow]{len(excluded)} session(s) lost to provider errors, excluded from accuracy[/]")
+    render_outcomes(metrics, console)
+
+
+def render_outcomes(metrics: Metrics, console: Console) -> None:
+    """What the figures leave out or rest on: model failures, provider errors, harness errors, truncated context."""
+    ext = metrics.extensions
+    failures = ext.get("model_failures") or {}
+    if failures.get("tasks"):
+        kinds = ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in failures.get("by_kind", {}).items())
+        console.print(f"{failures['tasks']} task(s) failed by the agent's own fault, counted as failed ({kinds})")
+    provider = ext.get("provider_error_sessions") or []
+    if provider:
+        if ext.get("provider_errors_counted"):
+            console.print(f"[yellow]{len(provider)} session(s) lost to provider errors, counted as failed[/]")
+        else:
+            shown = ", ".join(provider[:5]) + (" …" if len(provider) > 5 else "")
+            console.print(
+                f"[yellow]{len(provider)} session(s) lost to provider errors, excluded from accuracy: {shown}[/]"
+            )
+    truncated = ext.get("context_truncation") or {}
+    if truncated.get("tasks"):
+        console.print(
+            f"[yellow]{truncated['tasks']} task(s) ran with a truncated context: {truncated['messages_dropped']} "
+            "oldest message(s) dropped to fit the model's window (the model did not see them)[/]"
+        )
+    harness = ext.get("harness_error_sessions") or []
+    if harness:
+        console.print(
+            f"[bold red]INCOMPLETE: {len(harness)} session(s) ended by a harness error (an environment or toolwild "
+            "bug), left out of every figure above:[/]"
+        )
+        for item in harness[:5]:
+            console.print(f"  [red]•[/] {item['session_id']}: {item['error']}")
+        if len(harness) > 5:
+            console.print(f"  … and {len(harness) - 5} more")

@@ -5,13 +5,17 @@ Per tool, up to four calls are made on fresh episodes:
 - **valid**: required arguments filled with schema-valid examples; the answer should be a result (or an error mode
   the contract names, if the seed state makes a precondition fail);
 - **schema-invalid**: a required argument dropped (or an unknown one added); the answer must be
-  ``invalid_arguments``. Judged by code: the backend checks schemas before any model sees the call;
+  ``invalid_arguments``. Checked by code, not by the judge: the backend checks schemas before any model sees the
+  call, so this call says whether the *schema* refuses bad input, never whether the *simulation* is reliable;
 - **precondition-violating** (tools that consume an entity or state preconditions): entity references point to an
   id that does not exist; the answer should be a typed error;
 - **edge**: numbers at their declared bounds, strings empty where allowed.
 
 A judge model reads the tool's contract, the call, what was expected and the observation, and says whether the
-simulation was correct. Reliability = share of calls judged correct; tools under the threshold are dropped.
+simulation was correct. Reliability = share of the *model-judged* calls (valid, precondition, edge) judged correct;
+the schema-invalid call is reported apart (``schema_check``). Counting it would add a call that passes by
+construction: two right answers out of three model-judged calls would reach 3/4 = 0.75 and keep the tool. A tool is
+kept when its reliability reaches the threshold and its schema check did not fail.
 :func:`calibrate` measures the same judge against labelled rows (precision, recall, false-positive rate, where
 "positive" means "judged correct").
 """
@@ -107,18 +111,49 @@ class AuditCall:
     arguments: dict[str, Any]
 
 
+Judge = Literal["model", "code"]
+"""Who decided a call: the judge model (or the simulator failing outright), or a deterministic check."""
+
+
 @dataclass
 class ToolAudit:
-    """The calls made on one tool, each with its observation and judgement."""
+    """The calls made on one tool, each with its observation, judgement and who judged it (``judged_by``)."""
 
     tool: str
     calls: list[dict[str, Any]] = field(default_factory=list)
 
+    def _by(self, judge_kind: Judge) -> list[dict[str, Any]]:
+        return [c for c in self.calls if c.get("judged_by", "model") == judge_kind]
+
+    @property
+    def judged(self) -> int:
+        """Model-judged calls that received a verdict (the reliability's denominator)."""
+        return sum(1 for c in self._by("model") if c["correct"] is not None)
+
+    @property
+    def judged_correct(self) -> int:
+        """Model-judged calls judged correct (the reliability's numerator)."""
+        return sum(1 for c in self._by("model") if c["correct"])
+
     @property
     def reliability(self) -> float:
-        """Share of calls judged correct (0 when none could be judged)."""
-        judged = [c for c in self.calls if c["correct"] is not None]
-        return sum(c["correct"] for c in judged) / len(judged) if judged else 0.0
+        """Share of the model-judged calls judged correct (0 when none could be judged).
+
+        Code-checked calls are left out: they measure the schema, and one that passes by construction would lift
+        every tool by a call it could not fail.
+        """
+        return self.judged_correct / self.judged if self.judged else 0.0
+
+    @property
+    def schema_check(self) -> bool | None:
+        """Whether the schema refused the schema-invalid call (None: the schema accepts anything, no such call)."""
+        checks = [c["correct"] for c in self._by("code")]
+        return all(checks) if checks else None
+
+    def passes(self, threshold: float) -> bool:
+        """Kept: reliable enough, and a schema that refuses what it must (a schema that lets a call with a missing
+        required argument through cannot be trusted to describe the tool)."""
+        return self.reliability >= threshold and self.schema_check is not False
 
 
 def _edge(schema: dict[str, Any]) -> dict[str, Any] | None:
@@ -204,7 +239,9 @@ async def _audit_tool(sim: SimulatedEnvironment, judge_llm: LLM, tool: Tool) -> 
         observation: Observation = await episode.acall(tool.name, call.arguments)
         shown = json.loads(observation.to_text())
         correct: bool | None
+        judged_by: Judge = "model"
         if call.kind == "schema_invalid":  # decided by code: the schema layer must have refused it
+            judged_by = "code"
             correct = observation.error is not None and observation.error.kind is ToolErrorKind.INVALID_ARGUMENTS
             reason = "rejected by schema validation" if correct else "an invalid call was not rejected"
         elif observation.error is not None and observation.error.kind is ToolErrorKind.SIMULATION_FAILED:
@@ -216,7 +253,14 @@ async def _audit_tool(sim: SimulatedEnvironment, judge_llm: LLM, tool: Tool) -> 
             except StructuredOutputError as exc:
                 correct, reason = None, f"the judge gave no valid verdict: {str(exc).splitlines()[0]}"
         audit.calls.append(
-            {"kind": call.kind, "arguments": call.arguments, "observation": shown, "correct": correct, "reason": reason}
+            {
+                "kind": call.kind,
+                "arguments": call.arguments,
+                "observation": shown,
+                "correct": correct,
+                "judged_by": judged_by,
+                "reason": reason,
+            }
         )
     return audit
 
@@ -224,10 +268,11 @@ async def _audit_tool(sim: SimulatedEnvironment, judge_llm: LLM, tool: Tool) -> 
 async def audit_environment(
     environment: Environment, simulator: LLM, judge_llm: LLM | None = None, *, threshold: float = 0.75
 ) -> tuple[Environment, list[ToolAudit]]:
-    """Audit every tool; returns the environment without the tools under ``threshold``, and the audits."""
+    """Audit every tool; returns the environment without the tools that fail (:meth:`ToolAudit.passes`), and the
+    audits."""
     sim = SimulatedEnvironment(environment, simulator)
     audits = [await _audit_tool(sim, judge_llm or simulator, t) for t in environment.tools]
-    reliable = {a.tool for a in audits if a.reliability >= threshold}
+    reliable = {a.tool for a in audits if a.passes(threshold)}
     kept = environment.model_copy(update={"tools": [t for t in environment.tools if t.name in reliable]})
     return kept, audits
 

@@ -23,11 +23,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from toolwild.core.tool import Tool
+
+if TYPE_CHECKING:  # numpy comes with the local extra; the exact pass (and so the CLI's start-up) must not need it
+    import numpy as np
 
 __all__ = [
     "DedupReport",
@@ -143,6 +144,8 @@ def _greedy(
 ) -> dict[int, tuple[int, float]]:
     """Visit rows in ``order``; a row is dropped (-> the kept row it matches and the similarity) when it has
     similarity >= tau with an earlier kept row of the same group (any row when ``groups`` is None)."""
+    import numpy as np
+
     kept = np.zeros(len(order), dtype=bool)  # by position in ``order``
     dropped: dict[int, tuple[int, float]] = {}
     ordered = vectors[order]
@@ -172,6 +175,8 @@ def semantic_dedup(tools: Sequence[Tool], vectors: np.ndarray, *, tau: float = 0
         vectors: one unit vector per tool, in the same order.
         tau: the cosine threshold.
     """
+    import numpy as np
+
     if len(tools) != len(vectors):
         raise ValueError(f"{len(tools)} tools but {len(vectors)} vectors")
     keys = [tool_key(t) for t in tools]
@@ -194,6 +199,8 @@ def semantic_dedup(tools: Sequence[Tool], vectors: np.ndarray, *, tau: float = 0
 
 def neighbour_share(vectors: np.ndarray, tau: float) -> float:
     """Share of rows with at least one other row at similarity >= tau (the paper's "~9% exceed 0.85" figure)."""
+    import numpy as np
+
     has = np.zeros(len(vectors), dtype=bool)
     for start in range(0, len(vectors), _BLOCK):
         sims = vectors[start : start + _BLOCK] @ vectors.T

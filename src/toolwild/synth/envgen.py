@@ -77,10 +77,12 @@ class SynthResult:
     dropped: Counter[str] = field(default_factory=Counter)
     drops: list[dict[str, Any]] = field(default_factory=list)
     failed_stages: list[dict[str, str]] = field(default_factory=list)
-    reliability: dict[str, float] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    """``env/tool`` -> share of audit calls judged correct (when audited)."""
     """Stage calls whose reply never validated (that part of the tree was skipped)."""
+    reliability: dict[str, float] = field(default_factory=dict)
+    """``env/tool`` -> share of audit calls judged correct (when audited)."""
+    notes: list[str] = field(default_factory=list)
+    empty: list[str] = field(default_factory=list)
+    """Subdomains that ended with no tool: not written, as an environment without tools serves no task."""
 
     @property
     def kept(self) -> int:
@@ -321,5 +323,13 @@ async def synth_environments(
                     reasons = [f"{c['kind']}: {c['reason']}" for c in audit.calls if not c["correct"]]
                     run.drop(f"{env.id}/{audit.tool}", "audit", [f"reliability {audit.reliability:.0%}", *reasons])
             environments[i] = kept
-    run.result.environments = environments
+    run.result.environments = _with_tools(run, environments)
     return run.result
+
+
+def _with_tools(run: _Run, environments: list[Environment]) -> list[Environment]:
+    """The environments that kept at least one tool; the others are named in the result (not silently lost)."""
+    for env in environments:
+        if not env.tools:
+            run.result.empty.append(env.id)
+    return [e for e in environments if e.tools]

@@ -18,7 +18,7 @@ from toolwild.core.session import Session, Suite
 from toolwild.core.task import Action, GoldNode, Task, TaskType, TurnSubtype
 from toolwild.errors import DataError
 
-__all__ = ["load_wtb_suite", "session_from_wtb", "session_to_wtb", "write_wtb_suite"]
+__all__ = ["check_id", "load_wtb_suite", "session_from_wtb", "session_to_wtb", "write_wtb_suite"]
 
 _KNOWN_KEYS = (
     "id",
@@ -33,6 +33,19 @@ _KNOWN_KEYS = (
     "expected_states",
 )
 _NODE_KEYS = ("idx", "action", "observation", "dependency_list", "user_input")
+
+
+def check_id(value: str, *, field: str = "id") -> None:
+    """Refuse an id that is empty or holds a character that is not printable (a NUL, a newline, a control code).
+
+    Why: ids end up in file names, terminal tables and log lines; a NUL byte made ``import wtb-envs`` crash, and a
+    newline or an escape code would forge lines in any report.
+    """
+    if not value.strip():
+        raise DataError("the id is empty", field=field)
+    if not value.isprintable():
+        bad = next(c for c in value if not c.isprintable())
+        raise DataError(f"the id holds a non-printable character (U+{ord(bad):04X})", field=field)
 
 
 def _require(record: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
@@ -112,6 +125,7 @@ def session_from_wtb(record: Any, *, index: int | None = None) -> Session:
     sid = record.get("id", f"wild_tool_bench_{index}" if index is not None else None)
     if not isinstance(sid, str):
         raise DataError("missing or non-string id", field="id")
+    check_id(sid)
     env_info = _require(record, "english_env_info", str)
     raw_tools = _require(record, "english_tools", list)
     utterances = _require(record, "english_tasks", list)
@@ -172,8 +186,10 @@ def session_from_wtb(record: Any, *, index: int | None = None) -> Session:
     if "answer_list" not in record:
         extra["__no_answer_list__"] = True
     environment = record.get("environment")
-    if environment is not None and not isinstance(environment, str):
-        raise DataError("environment must be a string (an environment id)", field="environment")
+    if environment is not None:
+        if not isinstance(environment, str):
+            raise DataError("environment must be a string (an environment id)", field="environment")
+        check_id(environment, field="environment")
     states = record.get("expected_states")
     if states is not None:
         if (
@@ -184,15 +200,18 @@ def session_from_wtb(record: Any, *, index: int | None = None) -> Session:
             raise DataError(f"expected one state object (or null) per task, {n} in all", field="expected_states")
         for task, state in zip(tasks, states, strict=True):
             task.expected_state = state
-    return Session(
-        id=sid,
-        env_info=env_info,
-        tools=tools,
-        tasks=tasks,
-        environment=environment,
-        alt_gold_sizes=alt_sizes,
-        extra=extra,
-    )
+    try:
+        return Session(
+            id=sid,
+            env_info=env_info,
+            tools=tools,
+            tasks=tasks,
+            environment=environment,
+            alt_gold_sizes=alt_sizes,
+            extra=extra,
+        )
+    except ValidationError as exc:
+        raise validation_to_data_error(exc) from None
 
 
 def session_to_wtb(session: Session, *, published: bool = False) -> dict[str, Any]:

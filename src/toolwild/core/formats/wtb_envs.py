@@ -17,13 +17,35 @@ from toolwild.core.environment import BackendKind, Environment, Recording
 from toolwild.core.formats.openai_tools import from_openai_tool
 from toolwild.core.jsonl import read_jsonl
 from toolwild.core.session import Session
+from toolwild.core.tool import Tool
 from toolwild.errors import DataError
 
-__all__ = ["environment_from_session", "environments_from_tool_lists"]
+__all__ = ["environment_from_session", "environments_from_tool_lists", "unique_tools"]
+
+
+def unique_tools(tools: list[Tool], *, field: str = "tools") -> list[Tool]:
+    """The tools with exact repeats dropped (a published list can hold one tool twice: tools_en.jsonl line 193 lists
+    four tools twice over); two different tools of one name are an error, since a call could not say which it means.
+
+    Raises:
+        DataError: two different definitions share a name (the second one's position named).
+    """
+    kept: dict[str, Tool] = {}
+    for i, tool in enumerate(tools):
+        first = kept.get(tool.name)
+        if first is None:
+            kept[tool.name] = tool
+        elif first != tool:
+            raise DataError(f"two different tools are called {tool.name!r}", field=f"{field}[{i}]")
+    return list(kept.values())
 
 
 def environment_from_session(session: Session, backend: BackendKind = BackendKind.REPLAY) -> Environment:
-    """The service behind one session: its tools and what its gold calls returned."""
+    """The service behind one session: its tools (exact repeats dropped) and what its gold calls returned.
+
+    Raises:
+        DataError: two different tools of the session share a name.
+    """
     recordings = [
         Recording(name=node.name, arguments=dict(node.action.arguments), observation=node.observation)
         for task in session.tasks
@@ -33,7 +55,7 @@ def environment_from_session(session: Session, backend: BackendKind = BackendKin
     return Environment(
         id=f"wtb-session-{session.id}",
         description=f"The services of WildToolBench session {session.id} ({session.env_info}).",
-        tools=list(session.tools),
+        tools=unique_tools(list(session.tools), field="english_tools"),
         backend=backend,
         recordings=[] if llm else recordings,
         initial_state={"known_answers": [r.model_dump() for r in recordings]} if llm else {},
@@ -53,12 +75,10 @@ def environments_from_tool_lists(path: str | Path) -> list[Environment]:
             raise value
         if not isinstance(value, list):
             raise DataError("expected a JSON array of tools", file=path, line=number)
-        tools = []
-        for i, item in enumerate(value):
-            try:
-                tools.append(from_openai_tool(item, field=f"[{i}]"))
-            except DataError as exc:
-                raise exc.located(file=path, line=number) from None
+        try:
+            tools = unique_tools([from_openai_tool(item, field=f"[{i}]") for i, item in enumerate(value)], field="")
+        except DataError as exc:
+            raise exc.located(file=path, line=number) from None
         environments.append(
             Environment(
                 id=f"wtb-tools-{number - 1}",

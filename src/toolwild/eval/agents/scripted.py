@@ -7,15 +7,17 @@ empty reply (which the live loop judges as an error, like a model that returned 
 
 from __future__ import annotations
 
-import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolwild.core.jsonl import read_json_file
+from toolwild.core.session import Suite
 from toolwild.core.trajectory import Step, ToolCall
 from toolwild.errors import DataError
 from toolwild.eval.agents.base import AgentContext
 
-__all__ = ["ScriptedAgent", "load_behaviours", "step_from_behaviour"]
+__all__ = ["BehaviourCoverage", "ScriptedAgent", "behaviour_coverage", "load_behaviours", "step_from_behaviour"]
 
 
 def step_from_behaviour(obj: Any, *, field: str = "step") -> Step:
@@ -47,12 +49,7 @@ def step_from_behaviour(obj: Any, *, field: str = "step") -> Step:
 def load_behaviours(path: str | Path) -> dict[str, list[list[Step]]]:
     """Read a behaviour file; errors name the file and the field (session, task, step)."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DataError(f"cannot read behaviour file: {exc.strerror or exc}", file=p) from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"invalid JSON: {exc.msg}", file=p, line=exc.lineno) from None
+    data = read_json_file(p)
     if not isinstance(data, dict):
         raise DataError("a behaviour file is an object {session_id: [[step, ...] per task]}", file=p)
     out: dict[str, list[list[Step]]] = {}
@@ -68,6 +65,55 @@ def load_behaviours(path: str | Path) -> dict[str, list[list[Step]]]:
             except DataError as exc:
                 raise exc.located(file=p) from None
     return out
+
+
+@dataclass
+class BehaviourCoverage:
+    """How a behaviour file lines up with a suite: which sessions it scripts and what it names that is not there."""
+
+    scripted: list[str] = field(default_factory=list)
+    """Suite sessions the file has steps for."""
+    unscripted: list[str] = field(default_factory=list)
+    """Suite sessions the file does not name (they get empty replies: every task fails)."""
+    unknown: list[str] = field(default_factory=list)
+    """Session ids of the file that the suite does not have."""
+    extra_tasks: list[str] = field(default_factory=list)
+    """Sessions the file gives more tasks than the suite's session has (the extra ones are never played)."""
+
+    def notes(self) -> list[str]:
+        """One line per partial-coverage finding, for a warning."""
+        out = []
+        if self.unscripted:
+            out.append(
+                f"{len(self.unscripted)} session(s) of the suite have no behaviour (they will fail): "
+                f"{_first(self.unscripted)}"
+            )
+        if self.unknown:
+            out.append(f"{len(self.unknown)} behaviour id(s) are not in the suite: {_first(self.unknown)}")
+        if self.extra_tasks:
+            out.append(f"more tasks scripted than the session has: {_first(self.extra_tasks)}")
+        return out
+
+
+def _first(ids: list[str], shown: int = 5) -> str:
+    listed = ", ".join(repr(i) for i in ids[:shown])
+    return listed + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
+def behaviour_coverage(behaviours: dict[str, list[list[Step]]], suite: Suite) -> BehaviourCoverage:
+    """Compare a behaviour file's session ids and task counts with a suite's."""
+    coverage = BehaviourCoverage()
+    for session in suite.sessions:
+        tasks = behaviours.get(session.id)
+        if tasks is None:
+            coverage.unscripted.append(session.id)
+            continue
+        coverage.scripted.append(session.id)
+        if len(tasks) > len(session.tasks):
+            coverage.extra_tasks.append(session.id)
+    ids = {s.id for s in suite.sessions}
+    coverage.unknown = [sid for sid in behaviours if sid not in ids]
+    return coverage
 
 
 class ScriptedAgent:

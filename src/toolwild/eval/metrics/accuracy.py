@@ -45,7 +45,7 @@ def compute_metrics(
     *,
     model_name: str,
     mode: ScoringMode = ScoringMode.WTB,
-    count_infra_errors: bool = False,
+    count_provider_errors: bool = False,
     resamples: int = 1000,
     seed: int = 0,
 ) -> Metrics:
@@ -55,11 +55,12 @@ def compute_metrics(
         verdicts: one per session.
         model_name: recorded in the file.
         mode: recorded under ``extensions``.
-        count_infra_errors: count sessions lost to provider failures as failed (default: leave them out).
+        count_provider_errors: count sessions lost to provider failures as failed (default: leave them out).
+            Harness-error sessions are never counted (they say nothing about the agent) and always listed.
         resamples: bootstrap resamples for the confidence intervals (0 turns them off).
         seed: bootstrap seed (recorded).
     """
-    scored = [v for v in verdicts if count_infra_errors or not v.infra_error]
+    scored = [v for v in verdicts if v.harness_error is None and (count_provider_errors or not v.provider_error)]
     total = {"task": _leaf(), "session": _leaf()}
     types = {
         k: _leaf()
@@ -99,6 +100,8 @@ def compute_metrics(
     taxonomy: Counter[str] = Counter()
     state = {"task": _leaf(), "final": _leaf()}
     redundant = {"writes": 0, "tasks": 0, "sessions": 0}
+    failures: Counter[str] = Counter()
+    truncated = {"tasks": 0, "messages_dropped": 0}
     per_session: list[tuple[int, int]] = []
     for sv in scored:
         _add(total["session"], sv.correct)
@@ -129,6 +132,11 @@ def compute_metrics(
                     progress[key]["total_step"] += tv.progress_total
             if not ok and tv.error_class is not None:
                 taxonomy[tv.error_class.value] += 1
+            if tv.failure is not None:
+                failures[tv.failure.value] += 1
+            if tv.context_dropped:
+                truncated["tasks"] += 1
+                truncated["messages_dropped"] += tv.context_dropped
         per_session.append((n_correct, len(sv.tasks)))
         matched = [tv.state_match for tv in sv.tasks if tv.state_match is not None]
         for ok in matched:
@@ -145,9 +153,15 @@ def compute_metrics(
     extensions: dict[str, Any] = {
         "mode": mode.value,
         "sessions_scored": len(scored),
-        "infra_error_sessions": [v.session_id for v in verdicts if v.infra_error],
-        "inference_error_sessions": [v.session_id for v in verdicts if v.inference_error and not v.infra_error],
-        "infra_errors_counted": count_infra_errors,
+        "provider_error_sessions": [v.session_id for v in verdicts if v.provider_error],
+        "provider_errors_counted": count_provider_errors,
+        "harness_error_sessions": [
+            {"session_id": v.session_id, "error": v.harness_error} for v in verdicts if v.harness_error is not None
+        ],
+        "figures_complete": not any(v.harness_error is not None for v in verdicts),
+        "inference_error_sessions": [v.session_id for v in verdicts if v.inference_error and not v.excluded],
+        "model_failures": {"tasks": sum(failures.values()), "by_kind": dict(sorted(failures.items()))},
+        "context_truncation": truncated,
         "transition_info": {
             k: {kk: _finish({kk: vv})[kk] for kk, vv in v.items()} for k, v in sorted(transitions.items())
         },

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from toolwild.core.formats.openai_tools import to_openai_tools_for_api
 from toolwild.core.session import Session, Suite
 from toolwild.core.tool import Effect
-from toolwild.core.trajectory import TaskTrajectory, Trajectory, TrajectoryStatus, state_digest
+from toolwild.core.trajectory import FailureKind, TaskTrajectory, Trajectory, TrajectoryStatus, state_digest
 from toolwild.core.verdict import ErrorClass, ScoringMode, SessionVerdict, TaskVerdict
 from toolwild.errors import ScoringError
 from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.scoring.task import score_task
 
-__all__ = ["api_parameters", "failed_session", "score_session", "score_suite"]
+__all__ = ["api_parameters", "failed_session", "score_session", "score_suite", "suite_folder"]
 
 
 def api_parameters(session: Session) -> dict[str, dict[str, Any]]:
@@ -52,17 +53,30 @@ def failed_session(session: Session, mode: ScoringMode, reason: str, *, infra: b
     )
 
 
-def score_session(session: Session, trajectory: Trajectory, *, mode: ScoringMode = ScoringMode.WTB) -> SessionVerdict:
-    """Score every task of a session from the agent's recorded steps."""
+def score_session(
+    session: Session,
+    trajectory: Trajectory,
+    *,
+    mode: ScoringMode = ScoringMode.WTB,
+    base_dir: Path | None = None,
+) -> SessionVerdict:
+    """Score every task of a session from the agent's recorded steps.
+
+    ``base_dir`` is the suite's folder, where the session's ``environment`` file reference is resolved (its write
+    tools decide which of the agent's writes were redundant); None resolves it from the working directory.
+    """
     if trajectory.session_id != session.id:
         raise ScoringError(f"trajectory {trajectory.session_id!r} does not belong to session {session.id!r}")
     if trajectory.status is not TrajectoryStatus.OK:
-        return failed_session(
+        verdict = failed_session(
             session,
             mode,
             trajectory.error or trajectory.status.value,
-            infra=trajectory.status is TrajectoryStatus.INFRA_ERROR,
+            infra=trajectory.status is TrajectoryStatus.PROVIDER_ERROR,
         )
+        if trajectory.status is TrajectoryStatus.HARNESS_ERROR:
+            verdict.harness_error = trajectory.error or "harness error"
+        return verdict
     if len(trajectory.tasks) > len(session.tasks):
         raise ScoringError(
             f"session {session.id!r}: trajectory has {len(trajectory.tasks)} tasks, the session {len(session.tasks)}"
@@ -74,13 +88,32 @@ def score_session(session: Session, trajectory: Trajectory, *, mode: ScoringMode
         record = by_index.get(i)
         verdict = score_task(session, i, record.steps if record else [], parameters=params, mode=mode)
         if record is not None:
-            _score_state(session, i, record, verdict)
+            _score_state(session, i, record, verdict, base_dir)
+            _apply_failure(record, verdict)
         tasks.append(verdict)
     return SessionVerdict(session_id=session.id, mode=mode, transitions=session.transitions, tasks=tasks)
 
 
-def _write_tools(session: Session) -> set[str]:
-    """Names of the session's write tools: from the suite record, else from the environment's declarations."""
+def _apply_failure(record: TaskTrajectory, verdict: TaskVerdict) -> None:
+    """A model failure recorded by the live loop fails the task with its reason, whatever the steps before it
+    were; context truncation is carried over so the metrics can say how much of the evaluation it touched."""
+    if record.context_dropped:
+        verdict.context_dropped = record.context_dropped
+    if record.failure is None:
+        return
+    verdict.failure = record.failure.kind
+    verdict.label = "error"
+    verdict.error_reason = verdict.error_reason or record.failure.message
+    if record.failure.kind is not FailureKind.STEP_BUDGET or verdict.error_class is None:
+        # an exception, unusable output or the clock: nothing the agent did was judged, so the paper's classes
+        # do not apply; a step budget keeps the class of what the agent was doing
+        verdict.error_class = ErrorClass.INFERENCE_FAILED
+        verdict.error_reason = record.failure.message
+
+
+def _write_tools(session: Session, base_dir: Path | None) -> set[str]:
+    """Names of the session's write tools: from the suite record, else from the environment's declarations (its
+    file resolved beside the suite), else from the session's own tool list."""
     declared = session.extra.get("write_tools")
     if isinstance(declared, list):
         return {str(n) for n in declared}
@@ -89,21 +122,30 @@ def _write_tools(session: Session) -> set[str]:
         from toolwild.errors import ConfigError
 
         try:
-            return {t.name for t in environment_tools(session.environment) if t.effect is Effect.WRITE}
-        except ConfigError:  # an environment file not found from here: the suite's own tool list still says it
+            return {
+                t.name for t in environment_tools(session.environment, base_dir=base_dir) if t.effect is Effect.WRITE
+            }
+        except ConfigError:  # an environment file not found: the suite's own tool list still says it
             pass
     return {t.name for t in session.tools if t.effect is Effect.WRITE}
 
 
-def _score_state(session: Session, index: int, record: TaskTrajectory, verdict: TaskVerdict) -> None:
+def _score_state(
+    session: Session, index: int, record: TaskTrajectory, verdict: TaskVerdict, base_dir: Path | None
+) -> None:
     """State-based checks of a free-running task: expected state reached, writes not repeated."""
     task = session.tasks[index]
     if record.state_digest is not None and task.expected_state is not None:
         verdict.state_match = record.state_digest == state_digest(task.expected_state)
     if record.writes is not None:
-        writers = _write_tools(session)
+        writers = _write_tools(session, base_dir)
         gold_writes = sum(1 for n in task.gold if n.name in writers)
         verdict.redundant_writes = max(0, record.writes - gold_writes)
+
+
+def suite_folder(suite: Suite) -> Path | None:
+    """The folder of the file a suite was loaded from (where its environment references resolve), if any."""
+    return Path(suite.source).parent if suite.source else None
 
 
 def score_suite(
@@ -112,11 +154,17 @@ def score_suite(
     *,
     mode: ScoringMode = ScoringMode.WTB,
     missing_as_failed: bool = True,
+    base_dir: Path | None = None,
 ) -> list[SessionVerdict]:
-    """Score a suite; sessions with no trajectory count as failed inference unless ``missing_as_failed`` is off."""
+    """Score a suite; sessions with no trajectory count as failed inference unless ``missing_as_failed`` is off.
+
+    ``base_dir``: where environment references resolve (default: the folder of the suite's file).
+    """
+    base_dir = base_dir if base_dir is not None else suite_folder(suite)
+    known = {s.id for s in suite.sessions}
     by_id: dict[str, Trajectory] = {}
     for traj in trajectories:
-        if suite.session(traj.session_id) is None:
+        if traj.session_id not in known:
             raise ScoringError(f"result for unknown session {traj.session_id!r}")
         if traj.session_id in by_id:
             raise ScoringError(f"two results for session {traj.session_id!r}")
@@ -128,5 +176,5 @@ def score_suite(
             if missing_as_failed:
                 out.append(failed_session(session, mode, "no result for this session"))
             continue
-        out.append(score_session(session, traj, mode=mode))
+        out.append(score_session(session, traj, mode=mode, base_dir=base_dir))
     return out

@@ -10,6 +10,10 @@ text is JSON of the asked shape unless ``max_tokens`` cuts it (``finish_reason="
 structure (types, required keys, enums, array lengths, string patterns, ``$defs`` refs) but not every keyword:
 numeric ``minimum``/``maximum`` are ignored by llama-cpp-python's converter, and schemas it rejects fall back to
 "any JSON" (logged). So the client must still validate the reply.
+
+A generation can be aborted: when the coroutine awaiting it is cancelled (``toolwild model serve`` cancels the
+requests of clients that went away, and every request on shutdown), a stopping criterion checked after each token
+ends it, so the llama.cpp thread is free again within one token instead of finishing a reply nobody will read.
 """
 
 from __future__ import annotations
@@ -26,14 +30,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from toolwild.errors import ConfigError, MissingDependencyError, PermanentBackendError
+from toolwild.errors import BackendError, ConfigError, MissingDependencyError, PermanentBackendError
 from toolwild.llm.backend import Backend
 from toolwild.llm.types import ChatRequest, Completion, Usage
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
 
-__all__ = ["LocalBackend", "default_model_path"]
+__all__ = ["GenerationAborted", "LocalBackend", "default_model_path"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +69,32 @@ _FINISH_REASONS: dict[str, Literal["stop", "length", "tool_calls"]] = {
     "tool_calls": "tool_calls",
     "function_call": "tool_calls",
 }
+
+
+class GenerationAborted(BackendError):
+    """A generation stopped because its caller went away (raised in the worker thread; nobody is waiting for it)."""
+
+
+class _CancellableFormatter:
+    """The GGUF's chat formatter, plus a stopping criterion that ends generation once the current call is aborted.
+
+    Why through the formatter: llama-cpp-python's chat handler ignores a caller's ``stopping_criteria`` and uses the
+    formatter's own, so this is the one place a per-token check can be added without re-implementing the handler.
+    The check is pure (True only after an abort), so it changes no reply.
+    """
+
+    def __init__(self, inner: Any, aborted: Callable[[], bool]) -> None:
+        self.inner = inner
+        self.aborted = aborted
+
+    def __call__(self, **kwargs: Any) -> Any:
+        from llama_cpp import StoppingCriteriaList
+
+        result = self.inner(**kwargs)
+        criteria = list(result.stopping_criteria or [])
+        criteria.append(lambda _ids, _logits: self.aborted())
+        result.stopping_criteria = StoppingCriteriaList(criteria)
+        return result
 
 
 def default_model_path() -> Path:
@@ -215,10 +245,13 @@ class LocalBackend(Backend):
         # thread is still generating, and llama.cpp contexts are not thread-safe.
         self._lock = asyncio.Lock()
         self._thread_lock = threading.Lock()
+        self._abort: threading.Event | None = None
+        """The abort flag of the generation running now (set and read under ``_thread_lock``'s owner)."""
 
     @property
     def abandonable(self) -> bool:
-        """No: llama.cpp cannot be interrupted mid-decode, so a timeout would only stack retries behind it."""
+        """No: an aborted generation stops within a token, but a timed-out one would be retried with the same
+        request and, being deterministic, run just as long again; the client waits for it instead."""
         return False
 
     @property
@@ -267,8 +300,13 @@ class LocalBackend(Backend):
         """
         if request.tools:
             raise ConfigError("local backend needs prompt mode for tools")
+        abort = threading.Event()
         async with self._lock:
-            return await asyncio.to_thread(self._locked, lambda: self._complete_sync(request))
+            try:
+                return await asyncio.to_thread(self._locked, lambda: self._complete_sync(request, abort))
+            except asyncio.CancelledError:
+                abort.set()  # the worker thread stops at its next token (see _CancellableFormatter)
+                raise
 
     async def aclose(self) -> None:
         """Free the model's memory; a later call loads it again."""
@@ -311,13 +349,17 @@ class LocalBackend(Backend):
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
             eos_id, bos_id = llm.token_eos(), llm.token_bos()
+            from llama_cpp.llama_chat_format import chat_formatter_to_chat_completion_handler
+
             self._formatter = Jinja2ChatFormatter(
                 template=template,
                 eos_token=_token_text(llm, eos_id),
                 bos_token=_token_text(llm, bos_id),
                 stop_token_ids=[eos_id],
             )
-            llm.chat_handler = self._formatter.to_chat_handler()
+            llm.chat_handler = chat_formatter_to_chat_completion_handler(
+                _CancellableFormatter(self._formatter, self._aborted)
+            )
         self._llm = llm
         self.load_seconds = time.perf_counter() - started
         return llm
@@ -332,8 +374,14 @@ class LocalBackend(Backend):
             len(llm.tokenize(m["content"].encode("utf-8"), add_bos=False)) + _TEMPLATE_OVERHEAD for m in messages
         )
 
-    def _fit(self, llm: Llama, messages: list[dict[str, str]], max_tokens: int | None) -> list[dict[str, str]]:
-        """Drop the oldest non-system messages until prompt plus ``max_tokens`` fits ``n_ctx``.
+    def _aborted(self) -> bool:
+        return self._abort is not None and self._abort.is_set()
+
+    def _fit(
+        self, llm: Llama, messages: list[dict[str, str]], max_tokens: int | None
+    ) -> tuple[list[dict[str, str]], int]:
+        """Drop the oldest non-system messages until prompt plus ``max_tokens`` fits ``n_ctx``; returns the kept
+        messages and how many were dropped (the completion records it: it changes what the model was shown).
 
         System messages and the last message are always kept; after a drop, leading assistant/tool messages whose
         user turn is gone are dropped too, so the kept history starts at a user turn.
@@ -364,7 +412,7 @@ class LocalBackend(Backend):
         if dropped:
             self.truncated_messages += dropped
             log.warning("local backend dropped %d oldest message(s) to fit n_ctx=%d", dropped, self.n_ctx)
-        return kept
+        return kept, dropped
 
     def _response_format(self, schema: dict[str, Any]) -> dict[str, Any]:
         """The llama-cpp-python ``response_format`` that constrains decoding to ``schema``.
@@ -384,9 +432,11 @@ class LocalBackend(Backend):
             return {"type": "json_object"}
         return {"type": "json_object", "schema": schema}
 
-    def _complete_sync(self, request: ChatRequest) -> Completion:
+    def _complete_sync(self, request: ChatRequest, abort: threading.Event) -> Completion:
+        if abort.is_set():  # aborted while it waited for the thread lock
+            raise GenerationAborted("the caller went away before the generation started")
         llm = self._ensure_loaded()
-        messages = self._fit(llm, _plain_messages(request.messages), request.max_tokens)
+        messages, dropped = self._fit(llm, _plain_messages(request.messages), request.max_tokens)
         kwargs: dict[str, Any] = {
             "messages": messages,
             "temperature": request.temperature,
@@ -402,11 +452,16 @@ class LocalBackend(Backend):
         # reply depending on what ran before it. Re-evaluating the prompt is cheap for the models this serves.
         llm.reset()
         started = time.perf_counter()
+        self._abort = abort
         try:
             result = llm.create_chat_completion(**kwargs)
         except ValueError as exc:
             # llama-cpp-python raises a bare ValueError for "Requested tokens (n) exceed context window of m".
             raise PermanentBackendError(f"local model rejected the request: {exc}") from exc
+        finally:
+            self._abort = None
+        if abort.is_set():
+            raise GenerationAborted("the caller went away; the generation was stopped")
         latency = time.perf_counter() - started
         if not isinstance(result, dict):  # an iterator only when stream=True, which we never ask for
             raise PermanentBackendError("local model returned a stream for a non-streaming call")
@@ -421,4 +476,5 @@ class LocalBackend(Backend):
             ),
             latency_s=latency,
             model=result.get("model") or self.model,
+            dropped_messages=dropped,
         )

@@ -16,6 +16,8 @@ import asyncio
 import json
 import logging
 import os
+import socket
+import ssl
 import time
 import urllib.parse
 import urllib.request
@@ -30,7 +32,8 @@ from toolwild.errors import (
     PermanentBackendError,
     TransientBackendError,
 )
-from toolwild.llm.backend import Backend
+from toolwild.llm.backend import DEFAULT_REQUEST_TIMEOUT_S, Backend
+from toolwild.llm.redact import redact_url
 from toolwild.llm.types import ChatRequest, Completion, CompletionToolCall, Usage
 
 if TYPE_CHECKING:
@@ -45,6 +48,9 @@ _DUMMY_KEY = "not-needed"
 _TRANSIENT_STATUSES = frozenset({408, 409, 429})
 _FINISH_REASONS: frozenset[str] = frozenset({"stop", "length", "tool_calls", "content_filter"})
 _MAX_SERVER_TEXT = 300
+_NAMELESS_CALL = "tool call without a function name"
+_AUTH_STATUSES = frozenset({401, 403})
+_MODEL_MISSING_WORDS = ("model_not_found", "does not exist", "not found", "unknown model", "no such model")
 
 # How ``response_format`` is sent, from most to least demanding. A server that rejects one level (HTTP 400 naming
 # the feature) is asked again one level down, and the backend remembers the level for later calls.
@@ -84,7 +90,8 @@ class OpenAIBackend(Backend):
         base_url: the ``/v1`` endpoint of a compatible server; None means api.openai.com.
         api_key_env: the environment variable holding the key, read once at construction. Local servers
             (``base_url`` set) usually need none, so a dummy key is used when the variable is unset.
-        timeout_s: the deadline of one call, end to end (connection, queueing on the server, reading the reply).
+        timeout_s: the deadline of one call, end to end (connection, queueing on the server, reading the reply);
+            default :data:`~toolwild.llm.backend.DEFAULT_REQUEST_TIMEOUT_S`.
         http_client: an ``httpx2.AsyncClient`` to send through (tests use an in-process ASGI transport); by
             default one is made with a pool of ``max_connections``.
         max_connections: how many calls may run at once against this backend (pool size and the client layer's
@@ -103,7 +110,7 @@ class OpenAIBackend(Backend):
         model: str,
         base_url: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
-        timeout_s: float = 60.0,
+        timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
         http_client: httpx2.AsyncClient | None = None,
         max_connections: int = 16,
     ) -> None:
@@ -112,7 +119,7 @@ class OpenAIBackend(Backend):
             import openai
         except ImportError as exc:
             raise MissingDependencyError("the 'openai' backend needs the openai package: pip install openai") from exc
-        if timeout_s <= 0:
+        if not timeout_s > 0:
             raise ConfigError(f"timeout_s must be positive, got {timeout_s}")
         if max_connections < 1:
             raise ConfigError(f"max_connections must be at least 1, got {max_connections}")
@@ -142,7 +149,24 @@ class OpenAIBackend(Backend):
         self._endpoint = str(root.copy_with(raw_path=root.raw_path + b"chat/completions"))
 
     def __repr__(self) -> str:
-        return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
+        return (
+            f"OpenAIBackend(model={self.model!r}, base_url={redact_url(self.base_url)!r}, "
+            f"api_key_env={self.api_key_env!r})"
+        )
+
+    @property
+    def where(self) -> str:
+        """The endpoint as it may be shown: credentials in the URL redacted."""
+        return redact_url(self.base_url) or "https://api.openai.com/v1"
+
+    @property
+    def request_timeout(self) -> float:
+        """The deadline of one call (the constructor's ``timeout_s``)."""
+        return self.timeout_s
+
+    def identity(self) -> dict[str, str | None]:
+        """Kind, model and endpoint for the cache key; the endpoint without credentials (cache files get shared)."""
+        return {"kind": self.kind, "model": self.model, "base_url": redact_url(self.base_url)}
 
     def max_connections(self) -> int:
         """How many calls may run at once (the constructor's ``max_connections``)."""
@@ -232,7 +256,7 @@ class OpenAIBackend(Backend):
         log.info(
             "%s (%s) rejected response_format at level %d; retrying with %s",
             self.model,
-            self.base_url or "api.openai.com",
+            self.where,
             level,
             "a non-strict json_schema" if level == _RF_STRICT else "json_object",
         )
@@ -250,18 +274,7 @@ class OpenAIBackend(Backend):
         if not isinstance(message, dict):
             raise MalformedResponseError("the server's reply has a choice without a message")
 
-        calls: list[CompletionToolCall] = []
-        for raw_call in _field(message, "tool_calls") or []:
-            function = _field(raw_call, "function")
-            name = _field(function, "name")
-            if not isinstance(name, str) or not name:
-                raise MalformedResponseError("the server's reply has a tool call without a function name")
-            call_id = _field(raw_call, "id")
-            calls.append(
-                CompletionToolCall.parse(
-                    name, _field(function, "arguments"), id=call_id if isinstance(call_id, str) else None
-                )
-            )
+        calls = [_tool_call(raw_call) for raw_call in _field(message, "tool_calls") or []]
 
         content = _field(message, "content")
         usage = _field(response, "usage")
@@ -277,6 +290,7 @@ class OpenAIBackend(Backend):
             latency_s=latency,
             reasoning=_reasoning(message),
             model=model if isinstance(model, str) and model else None,
+            dropped_messages=_int(_field(_field(response, "toolwild"), "dropped_messages")),
         )
 
     # -- errors -------------------------------------------------------------------------------------------------
@@ -284,16 +298,107 @@ class OpenAIBackend(Backend):
     def _status_error(self, exc: Any) -> TransientBackendError | PermanentBackendError:
         status = int(exc.status_code)
         detail = self._secret.scrub(_server_message(exc.body) or exc.message or "")[:_MAX_SERVER_TEXT]
-        where = self.base_url or "api.openai.com"
-        text = f"HTTP {status} from {where} for model {self.model!r}: {detail}".rstrip(": ")
+        text = f"HTTP {status} from {self.where} for model {self.model!r}: {detail}".rstrip(": ")
         if status in _TRANSIENT_STATUSES or status >= 500:
             return TransientBackendError(text, status=status, retry_after=_retry_after(exc.response.headers))
         return PermanentBackendError(text, status=status)
 
     def _connection_message(self, exc: Any) -> str:
-        cause = exc.__cause__
-        reason = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
-        return self._secret.scrub(f"connection error to {self.base_url or 'api.openai.com'}: {reason}")
+        return self._secret.scrub(f"cannot reach {self.where}: {_unreachable_reason(exc)}")
+
+    # -- preflight ----------------------------------------------------------------------------------------------
+
+    async def probe(self, timeout_s: float) -> None:
+        """Send one minimal chat completion (one token) and fail fast with a clear :class:`ConfigError`.
+
+        Fails when the endpoint cannot be reached (refused, unknown host, TLS, no connection within ``timeout_s``),
+        the key is refused (401/403) or the model is unknown (404, or a 400 naming a missing model). Anything else
+        means the endpoint is there and answering for the model, so the run may start: a 429/5xx or a slow reply
+        is the run's retries' business, and a 400 about this tiny request may not apply to the real ones. It
+        bypasses the cache and the retries on purpose: a cached or retried check proves nothing, quickly.
+        """
+        request = ChatRequest(messages=[{"role": "user", "content": "ping"}], max_tokens=1, temperature=0.0)
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._client.post(self._endpoint, body=self._params(request, self._rf_level), cast_to=bytes)
+        except TimeoutError:
+            log.warning("%s did not answer a one-token request within %g s; starting anyway", self.where, timeout_s)
+        except self._openai.APIStatusError as exc:
+            problem = self._refusal(exc)
+            if problem is not None:
+                raise ConfigError(problem) from None
+            log.warning("%s answered the preflight request with HTTP %d; starting anyway", self.where, exc.status_code)
+        except self._openai.APITimeoutError as exc:
+            if _is_connect_timeout(exc):
+                raise ConfigError(f"cannot reach {self.where}: no connection within {timeout_s:g} s") from None
+            log.warning("%s did not answer a one-token request within %g s; starting anyway", self.where, timeout_s)
+        except self._openai.APIConnectionError as exc:
+            raise ConfigError(self._connection_message(exc)) from None
+
+    def _refusal(self, exc: Any) -> str | None:
+        """Why a preflight error status means the run cannot work (None: it may)."""
+        status = int(exc.status_code)
+        detail = self._secret.scrub(_server_message(exc.body) or exc.message or "")[:_MAX_SERVER_TEXT]
+        if status in _AUTH_STATUSES:
+            return f"{self.where} refused the API key from {self.api_key_env} (HTTP {status}): {detail}"
+        lowered = f"{detail} {_error_code(exc.body)}".lower()
+        names_model = "model" in lowered and any(word in lowered for word in _MODEL_MISSING_WORDS)
+        if status in (400, 404) and names_model:
+            return f"{self.where} does not serve model {self.model!r} (HTTP {status}): {detail}"
+        if status == 404:
+            return (
+                f"{self.where} answered HTTP 404 for chat/completions with model {self.model!r}: either the model "
+                f"is unknown or the URL is not the API root (it usually ends in /v1){': ' + detail if detail else ''}"
+            )
+        return None
+
+
+def _tool_call(raw_call: Any) -> CompletionToolCall:
+    """One tool call of the reply. A call without a function name is the model's bad output, not the provider's:
+    it is kept, with an empty name and ``error`` set, so the agent's step fails as the model's (it names no tool)
+    instead of the whole call being retried and the session dropped as a provider error."""
+    function = _field(raw_call, "function")
+    name = _field(function, "name")
+    call_id = _field(raw_call, "id")
+    call = CompletionToolCall.parse(
+        name if isinstance(name, str) else "",
+        _field(function, "arguments"),
+        id=call_id if isinstance(call_id, str) else None,
+    )
+    if not call.name:
+        call.error = _NAMELESS_CALL
+    return call
+
+
+def _unreachable_reason(exc: BaseException) -> str:
+    """A short human reason for a failed connection ("connection refused"), from the exception's causes."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(seen, socket.gaierror):
+            return "host name not found"
+        if isinstance(seen, ssl.SSLError):
+            return f"TLS error: {seen.reason or seen}"
+        if isinstance(seen, ConnectionResetError):
+            return "connection reset by the server"
+        if isinstance(seen, OSError) and seen.strerror:
+            return seen.strerror.lower()
+        seen = seen.__cause__ or seen.__context__
+    cause = exc.__cause__
+    return f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+
+
+def _is_connect_timeout(exc: BaseException) -> bool:
+    """Whether a timeout happened while connecting (the endpoint is unreachable), not while waiting for a reply."""
+    import httpx2
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, httpx2.ConnectTimeout):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _default_http_client(base_url: str | None, timeout_s: float, max_connections: int) -> httpx2.AsyncClient:
@@ -359,6 +464,13 @@ def _reasoning(message: dict[str, Any]) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
+
+
+def _error_code(body: Any) -> str:
+    """The ``code`` of an error body (``model_not_found`` ...), or ""."""
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    code = inner.get("code") if isinstance(inner, dict) else None
+    return code if isinstance(code, str) else ""
 
 
 def _server_message(body: Any) -> str:

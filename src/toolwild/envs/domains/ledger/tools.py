@@ -17,6 +17,7 @@ import shutil
 import tempfile
 import weakref
 from collections.abc import Callable
+from functools import cache
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from beancount.core import data, inventory
 from beancount.core.number import MISSING
 
 from toolwild.core.tool import Effect
-from toolwild.envs.base import ToolErrorKind
+from toolwild.envs.base import Observation, ToolErrorKind
 from toolwild.envs.domains.ledger.book import ID_KEY, LoadedLedger, load_ledger
 from toolwild.envs.domains.ledger.canonical import canonical_transaction, canonical_transactions, format_number
 from toolwild.envs.domains.ledger.edit import append_block, find_raw, remove_block, render, replace_block
@@ -41,6 +42,8 @@ MAX_FOUND = 100
 """Transactions returned by ``find_transactions`` at most (the total count is always reported)."""
 
 _CENT = Decimal("0.01")
+_MAX_AMOUNT = Decimal("1e15")
+"""Amounts at or above this are refused: no household books a quadrillion, and Decimal cannot round huge ones."""
 _ID_NUMBER = re.compile(r"^txn-(\d+)$")
 _CURRENCY = re.compile(r"^[A-Z][A-Z0-9'._-]{0,22}[A-Z0-9]$|^[A-Z]$")
 _TAG = re.compile(r"^[A-Za-z0-9_/.-]+$")
@@ -58,6 +61,8 @@ def _money(value: float, name: str) -> Decimal:
         raise ToolFailure(ToolErrorKind.INVALID_ARGUMENTS, f"{name}: not a number") from None
     if not number.is_finite():
         raise ToolFailure(ToolErrorKind.INVALID_ARGUMENTS, f"{name}: must be a finite number")
+    if abs(number) >= _MAX_AMOUNT:
+        raise ToolFailure(ToolErrorKind.INVALID_ARGUMENTS, f"{name}: too large ({value})")
     if number != number.quantize(_CENT):
         raise ToolFailure(ToolErrorKind.INVALID_ARGUMENTS, f"{name}: at most two decimal places ({value})")
     if number == 0:
@@ -66,13 +71,44 @@ def _money(value: float, name: str) -> Decimal:
 
 
 def _bound(value: float | None, name: str) -> Decimal | None:
-    """A search bound as a decimal (NaN and infinities are refused: they compare with nothing)."""
+    """A search bound as a decimal. NaN and infinities are refused (they compare with nothing), and so are
+    negative bounds: a transaction's amount is a size (the total of its positive postings), so a negative bound
+    would silently match everything or nothing."""
     if value is None:
         return None
     number = Decimal(str(value))
     if not number.is_finite():
         raise ToolFailure(ToolErrorKind.INVALID_ARGUMENTS, f"{name}: must be a finite number")
+    if number < 0:
+        raise ToolFailure(
+            ToolErrorKind.INVALID_ARGUMENTS,
+            f"{name}: must not be negative (got {value}; a transaction's amount is the total of its positive postings)",
+        )
     return number
+
+
+def _is_number_schema(schema: Any) -> bool:
+    """True for a parameter declared a JSON number (alone or as ``number | null``)."""
+    if not isinstance(schema, dict):
+        return False
+    if schema.get("type") in ("number", "integer"):
+        return True
+    return any(_is_number_schema(sub) for sub in schema.get("anyOf", []))
+
+
+def _boolean_as_number(parameters: dict[str, Any], arguments: Any) -> str | None:
+    """The first number-typed argument given a JSON boolean, or None.
+
+    Why here: the toolkit validates with pydantic in lax mode, where ``true`` is a valid float (1.0), so
+    ``amount: true`` would book 1.00. A bookkeeper never means a boolean as money.
+    """
+    if not isinstance(arguments, dict):
+        return None
+    properties = parameters.get("properties", {})
+    for name, value in arguments.items():
+        if isinstance(value, bool) and _is_number_schema(properties.get(name)):
+            return name
+    return None
 
 
 def _date(value: str, name: str, *, kind: ToolErrorKind) -> dt.date:
@@ -175,6 +211,16 @@ class LedgerEpisode(Toolkit):
     def state(self) -> dict[str, Any]:
         """``{"ledger": [...]}``: the transactions in canonical form (layout-independent)."""
         return {"ledger": canonical_transactions(self.ledger().transactions)}
+
+    def call(self, name: str, arguments: dict[str, Any]) -> Observation:
+        """Refuse a boolean where a tool takes a number, then run the call as every toolkit does."""
+        parameters = _parameters().get(name)
+        refused = _boolean_as_number(parameters, arguments) if parameters is not None else None
+        if refused is not None:
+            return Observation.failure(
+                ToolErrorKind.INVALID_ARGUMENTS, f"{refused}: a boolean is not a number (got {arguments[refused]!r})"
+            )
+        return super().call(name, arguments)
 
     # ------------------------------------------------------------------ write machinery
     def _commit(self, new_text: str) -> LoadedLedger:
@@ -293,6 +339,8 @@ class LedgerEpisode(Toolkit):
             raise ToolFailure(kind, "start_date is after end_date")
         low = _bound(min_amount, "min_amount")
         high = _bound(max_amount, "max_amount")
+        if low is not None and high is not None and low > high:
+            raise ToolFailure(kind, "min_amount is above max_amount")
         found = []
         for txn in self.ledger().transactions:
             if (start and txn.date < start) or (end and txn.date > end):
@@ -484,7 +532,15 @@ class LedgerEpisode(Toolkit):
         """
         if amount is None and account is None and date is None and payee is None:
             raise ToolFailure(ToolErrorKind.INVALID_ARGUMENTS, "give at least one of amount, account, date, payee")
-        number = abs(_money(amount, "amount")) if amount is not None else None
+        number = _money(amount, "amount") if amount is not None else None
+        if number is not None and number < 0:
+            # The contract says positive: the postings keep their signs. Taking abs() would record 3.00 for -3,
+            # the opposite of what was asked; a refund is a new transaction with a negative amount.
+            raise ToolFailure(
+                ToolErrorKind.INVALID_ARGUMENTS,
+                f"amount: must be positive (got {amount}); the signs of the postings are kept. To record a refund, "
+                "add a transaction with a negative amount",
+            )
         new_date = _date(date, "date", kind=ToolErrorKind.REJECTED) if date is not None else None
         new_payee = _text(payee, "payee") if payee is not None else None
         new_account = _account_name(account, "account") if account is not None else None
@@ -569,3 +625,9 @@ class LedgerEpisode(Toolkit):
         arguments = {"transaction_id": transaction_id, "new_account": new_account}
         self._record("recategorize", arguments, txn_id, changed=old[0] != target)
         return {"id": txn_id, "old_account": old[0], "new_account": target, "transaction": self._current(txn_id)}
+
+
+@cache
+def _parameters() -> dict[str, dict[str, Any]]:
+    """Tool name -> parameter schema, as the agent sees it (computed once: the tools never change)."""
+    return {spec.name: spec.parameters for spec in LedgerEpisode.tool_specs()}
