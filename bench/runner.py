@@ -6,10 +6,17 @@ so it adds no delay of its own); the harness runs here, through the real ``opena
 Prints, per concurrency: wall time, efficiency = ideal / actual (ideal = sum over sessions of their sequential
 step latencies / concurrency) and the harness CPU time per model call. Concurrency 1 runs the first 32 sessions
 only (the full 256 would take ~8 minutes of pure waiting); its efficiency is computed on those.
+
+``--http-client`` picks what carries the SDK's requests, so the case for toolwild's own transport can be
+re-checked whenever the SDK changes: ``lean`` (default: :mod:`toolwild.llm.backends.transport`, what toolwild
+uses), ``httpx2`` (the SDK's stock client) or ``aiohttp`` (the SDK's ``DefaultAioHttpClient``; needs
+``pip install 'openai[aiohttp]'``, which toolwild does not depend on). ``--concurrency 64`` runs one level only,
+e.g. ``bench/runner.py --http-client httpx2 --concurrency 64``.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import socket
 import subprocess
@@ -22,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "helpers")]
 
 LATENCY_S = 0.2
+HTTP_CLIENTS = ("lean", "httpx2", "aiohttp")
 
 
 def _serve(suite_path: str, port: int, latency: float) -> None:
@@ -81,13 +89,44 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
-async def _run(suite, base_url: str, concurrency: int, run_dir: Path) -> tuple[float, float, int]:
+def _http_client(kind: str, max_connections: int):
+    """The ``httpx2.AsyncClient`` for ``--http-client`` (None: the backend's default, toolwild's lean transport)."""
+    if kind == "lean":
+        return None
+    import httpx2
+    import openai
+
+    timeout = httpx2.Timeout(60.0, connect=10.0)
+    limits = httpx2.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+    if kind == "httpx2":
+        return openai.DefaultAsyncHttpx2Client(timeout=timeout, limits=limits)
+    return openai.DefaultAioHttpClient(timeout=timeout, limits=limits)
+
+
+def _check_http_client(kind: str) -> None:
+    """Fail before any work when the chosen client cannot be built (aiohttp is not a toolwild dependency)."""
+    if kind != "aiohttp":
+        return
+    try:
+        import aiohttp  # noqa: F401
+        from openai._vendor.httpx_aiohttp import Httpx2AiohttpClient  # noqa: F401
+    except ImportError as exc:
+        raise SystemExit(
+            f"--http-client aiohttp needs the SDK's aiohttp extra ({exc}); install it into this venv with: "
+            ".venv/bin/pip install 'openai[aiohttp]'  (toolwild itself does not depend on it)"
+        ) from None
+
+
+async def _run(suite, base_url: str, concurrency: int, run_dir: Path, http: str) -> tuple[float, float, int]:
     from toolwild.eval.agents.model import ModelAgent
     from toolwild.eval.runner import RunConfig, run_suite
     from toolwild.llm.backends.openai_compat import OpenAIBackend
     from toolwild.llm.client import LLM
 
-    backend = OpenAIBackend(model="fake-model", base_url=base_url, max_connections=max(16, concurrency))
+    pool = max(16, concurrency)
+    backend = OpenAIBackend(
+        model="fake-model", base_url=base_url, max_connections=pool, http_client=_http_client(http, pool)
+    )
     llm = LLM(backend)
     config = RunConfig(suite="bench", agent="model", concurrency=concurrency)
     cpu0, t0 = time.process_time(), time.perf_counter()
@@ -107,8 +146,21 @@ def _loop_factory():
     return uvloop.new_event_loop
 
 
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--http-client", choices=HTTP_CLIENTS, default="lean", help="what carries the SDK's requests")
+    parser.add_argument(
+        "--concurrency", type=int, action="append", help="sessions at once (repeatable; default: 1, 16 and 64)"
+    )
+    return parser.parse_args()
+
+
 def main() -> None:
     from scoring import synthetic_suite
+
+    args = _arguments()
+    _check_http_client(args.http_client)
+    levels = args.concurrency or [1, 16, 64]
 
     from toolwild.core.formats.wtb import write_wtb_suite
 
@@ -131,12 +183,17 @@ def main() -> None:
         from toolwild.eval.agents.oracle import oracle_steps
 
         steps = {s.id: sum(len(oracle_steps(t)) for t in s.tasks) for s in suite.sessions}
-        print(f"{len(suite.sessions)} sessions, {sum(steps.values())} model calls, {LATENCY_S * 1000:.0f} ms per call")
-        for concurrency in (1, 16, 64):
+        print(
+            f"{len(suite.sessions)} sessions, {sum(steps.values())} model calls, {LATENCY_S * 1000:.0f} ms per call,"
+            f" HTTP client: {args.http_client}"
+        )
+        for concurrency in levels:
             part = suite if concurrency > 1 else Suite(name="part", sessions=suite.sessions[:32])
             ideal = sum(steps[s.id] for s in part.sessions) * LATENCY_S / concurrency
             with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-                wall, cpu, calls = runner.run(_run(part, base_url, concurrency, tmp / f"run{concurrency}"))
+                wall, cpu, calls = runner.run(
+                    _run(part, base_url, concurrency, tmp / f"run{concurrency}", args.http_client)
+                )
             print(
                 f"concurrency {concurrency:3d} ({len(part.sessions):3d} sessions): wall {wall:7.2f} s,"
                 f" ideal {ideal:7.2f} s, efficiency {ideal / wall:5.2f},"

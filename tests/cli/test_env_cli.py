@@ -71,7 +71,7 @@ def test_env_call_deeply_nested_args_fail_cleanly():
 # and the episode must carry on with its state.
 HOSTILE_LINES = [
     'add_transaction {"payee": "Joe\'s',  # unbalanced quote (the reported crash)
-    "add_transaction \"unterminated",  # unbalanced double quote
+    'add_transaction "unterminated',  # unbalanced double quote
     "no_such_tool {}",  # unknown tool
     "add_transaction {oops",  # bad JSON
     "add_transaction [1, 2]",  # JSON, but not an object
@@ -141,7 +141,7 @@ def test_env_shell_ctrl_c_and_ctrl_d_keep_or_end_the_episode_cleanly(monkeypatch
 def test_env_shell_survives_a_real_sigint_at_the_prompt():
     """The real thing: SIGINT while the shell waits for a line, then more commands on the same episode."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "toolwild", "env", "shell", "ledger"],
+        [str(Path(sys.executable).with_name("toolwild")), "env", "shell", "ledger"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -184,19 +184,21 @@ def test_env_shell_survives_a_real_sigint_at_the_prompt():
 
 
 @pytest.mark.anyio
-async def test_env_shell_step_reports_an_environment_crash_and_goes_on():
-    """An environment that raises (a bug) gets a message; the step does not propagate it."""
+async def test_env_shell_step_reports_an_environment_crash_and_goes_on(capsys):
+    """An environment that raises (a bug) gets a message, even one that looks like console markup; the step does
+    not propagate it."""
     from toolwild.cli.env import _shell_step
     from toolwild.envs.base import Episode
 
     class Broken(Episode):
         def call(self, name, arguments):
-            raise ZeroDivisionError("boom")
+            raise ZeroDivisionError("boom [/] [/x]")
 
         def state(self):
             return {"n": 1}
 
     assert await _shell_step(Broken(), "anything {}") is True
+    assert "ZeroDivisionError: boom [/] [/x]" in capsys.readouterr().out
     assert await _shell_step(Broken(), "quit") is False
 
 

@@ -296,6 +296,70 @@ def test_invalid_argument_types_never_reach_the_tool(episode, monkeypatch):
     assert episode.path.read_bytes() == before and episode.writes == []
 
 
+@pytest.mark.parametrize(
+    ("tool", "field", "base"),
+    [
+        ("add_transaction", "amount", None),
+        ("amend_transaction", "amount", {"transaction_id": "txn-0001"}),
+        ("find_transactions", "min_amount", {}),
+        ("find_transactions", "max_amount", {}),
+    ],
+)
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_boolean_is_never_an_amount(episode, tool, field, base, flag):
+    """Finding: `amount: true` booked 1.00 (pydantic's lax float takes a bool). Every number parameter refuses it."""
+    args = _receipt(episode) if base is None else dict(base)
+    args[field] = flag
+    before = episode.path.read_bytes()
+    obs = episode.call(tool, args)
+    assert obs.error is not None and obs.error.kind is ToolErrorKind.INVALID_ARGUMENTS, obs
+    assert obs.error.message.startswith(f"{field}: a boolean is not a number")
+    assert episode.path.read_bytes() == before and episode.writes == []
+
+
+def test_amend_refuses_a_negative_amount_instead_of_recording_its_opposite(episode):
+    """Finding: amending with `amount: -3` recorded 3.00. The contract says positive (the postings keep their
+    signs), so a negative amount is refused and the transaction is untouched."""
+    txn_id = episode.call("add_transaction", _receipt(episode)).result["id"]
+    before = episode.path.read_bytes()
+    obs = episode.call("amend_transaction", {"transaction_id": txn_id, "amount": -3})
+    assert obs.error is not None and obs.error.kind is ToolErrorKind.INVALID_ARGUMENTS
+    assert "must be positive" in obs.error.message and "refund" in obs.error.message
+    assert episode.path.read_bytes() == before
+    assert {p["amount"] for p in _txn(episode, txn_id)["postings"]} == {"42.10", "-42.10"}
+    assert [w["tool"] for w in episode.writes] == ["add_transaction"]
+
+
+def test_amending_a_refund_keeps_it_a_refund(episode):
+    """A refund (added with a negative amount, as add_transaction's contract says) amended with a positive amount
+    stays a refund: the signs of the postings are kept."""
+    refund = episode.call("add_transaction", _receipt(episode, amount=-10, narration="Refund"))
+    assert refund.ok, refund.error
+    txn_id = refund.result["id"]
+    assert episode.call("amend_transaction", {"transaction_id": txn_id, "amount": 3}).ok
+    assert {p["account"]: p["amount"] for p in _txn(episode, txn_id)["postings"]} == {GROCERIES: "-3.00", CARD: "3.00"}
+
+
+def test_search_bounds_must_be_sizes_in_order(episode):
+    """A transaction's amount is a size (never negative): a negative bound or min above max would silently match
+    everything or nothing, so they are refused like an inverted date range."""
+    for args, needle in [
+        ({"min_amount": -5}, "min_amount: must not be negative"),
+        ({"max_amount": -0.01}, "max_amount: must not be negative"),
+        ({"min_amount": 50, "max_amount": 10}, "min_amount is above max_amount"),
+    ]:
+        obs = episode.call("find_transactions", args)
+        assert obs.error is not None and obs.error.kind is ToolErrorKind.INVALID_ARGUMENTS, args
+        assert needle in obs.error.message
+    assert episode.call("find_transactions", {"min_amount": 0, "max_amount": 0}).ok
+
+
+def test_an_amount_too_large_to_round_is_an_error_not_a_crash(episode):
+    obs = episode.call("add_transaction", _receipt(episode, amount=1e300))
+    assert obs.error is not None and obs.error.kind is ToolErrorKind.INVALID_ARGUMENTS
+    assert "too large" in obs.error.message
+
+
 def test_odd_values_always_come_back_as_observations(episode):
     """Whatever the agent sends, a call answers with an Observation and never raises."""
     odd = [
@@ -314,6 +378,7 @@ def test_odd_values_always_come_back_as_observations(episode):
         -1.0,
         0.001,
         1e20,
+        1e300,  # Decimal cannot round it to cents: used to raise InvalidOperation out of the tool
         -5,
         True,
         [],

@@ -140,3 +140,26 @@ def test_any_of_passes_when_one_branch_passes():
     params = {"type": "object", "properties": {"a": {"anyOf": [{"type": "integer"}, {"type": "string"}]}}}
     assert check_schema(params, {"a": "x"}) == CORRECT
     assert check_schema(params, {"a": 1.5}) == ErrorCode.NESTED_TYPE
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "[" * 5000 + "]" * 5000,  # deeper than Python's parser goes: RecursionError
+        '{"city": "x", "count": ' + "9" * 5000 + "}",  # an integer past Python's conversion limit: ValueError
+    ],
+    ids=["nested-past-the-parser", "integer-too-long"],
+)
+def test_arguments_python_cannot_parse_are_a_json_error_not_a_crash(raw):
+    """Found by the scorer fuzz: these raised out of the scorer (the published one crashes on them too)."""
+    assert check_arguments(PARAMS, raw, {"city": "x"}) == ErrorCode.JSON_DECODE
+
+
+def test_a_value_too_deep_to_write_out_is_not_in_the_context():
+    from toolwild.eval.scoring.taxonomy import _value_in_context
+
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert _value_in_context(deep, "anything") is False
+    assert _value_in_context(["x"], '["x"]') is True

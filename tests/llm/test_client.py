@@ -10,6 +10,8 @@ from pydantic import BaseModel
 
 from toolwild.errors import (
     CacheMissError,
+    ConfigError,
+    ModelOutputError,
     PermanentBackendError,
     ScriptExhaustedError,
     StructuredOutputError,
@@ -348,3 +350,69 @@ def test_prompt_reply_with_raw_newlines_in_strings_is_still_the_protocol():
 async def test_structured_output_tolerates_raw_control_characters():
     city = await generate_structured(LLM(ScriptedBackend(['{"name": "Os\nlo", "population": 1}'])), [], City)
     assert city.name == "Os\nlo"
+
+
+# ------------------------------------------------------------------ issue 20: timeouts, model output, truncation
+def test_request_timeout_reaches_the_openai_backend_and_the_client_does_not_cut_it(monkeypatch):
+    from toolwild.llm.backend import DEFAULT_REQUEST_TIMEOUT_S
+    from toolwild.llm.registry import create_backend
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    backend = create_backend("openai:m", base_url="http://127.0.0.1:9/v1", request_timeout=300)
+    assert backend.timeout_s == 300 and backend.request_timeout == 300
+    assert LLM(backend).timeout_s == 305  # the client's own 120 s backstop would cut a 300 s request
+    default = create_backend("openai:m", base_url="http://127.0.0.1:9/v1")
+    assert default.request_timeout == DEFAULT_REQUEST_TIMEOUT_S
+    with pytest.raises(ConfigError):
+        create_backend("openai:m", base_url="http://127.0.0.1:9/v1", request_timeout=0)
+
+
+@pytest.mark.anyio
+async def test_model_output_errors_are_never_retried_and_are_counted():
+    backend = ScriptedBackend([ModelOutputError("a tool call without a name"), "never"])
+    llm = LLM(backend, retry=NO_WAIT)
+    with pytest.raises(ModelOutputError):
+        await llm.complete(req(), role="agent")
+    assert llm.backend_calls == 1
+    usage = llm.usage.roles["agent"]
+    assert (usage.failures, usage.retries) == (1, 0)
+
+
+@pytest.mark.anyio
+async def test_a_waiter_on_a_shared_call_is_not_cancelled_with_its_owner(tmp_path):
+    """Identical requests in flight share one call; when the owner is cancelled (a served client went away), the
+    others must still get their answer instead of a CancelledError they never asked for."""
+    backend = Counting(delay=0.2)
+    llm = LLM(backend, cache=ResponseCache(tmp_path / "c.sqlite"))
+    owner = asyncio.create_task(llm.complete(req("same")))
+    await asyncio.sleep(0.05)
+    waiter = asyncio.create_task(llm.complete(req("same")))
+    await asyncio.sleep(0.05)
+    owner.cancel()
+    completion = await asyncio.wait_for(waiter, 2.0)
+    assert completion.text == "echo: same"
+    assert owner.cancelled()
+
+
+@pytest.mark.anyio
+async def test_dropped_messages_survive_the_cache_and_prompt_mode(tmp_path):
+    db = tmp_path / "c.sqlite"
+    reply = Completion(text='{"content": "short"}', dropped_messages=3)
+    llm = LLM(ScriptedBackend([reply], native_tools=False), cache=ResponseCache(db))
+    first = await llm.complete(req(tools=TOOLS))
+    await llm.aclose()
+    replay = LLM(ScriptedBackend([], native_tools=False), cache=ResponseCache(db, mode=CacheMode.READ_ONLY))
+    second = await replay.complete(req(tools=TOOLS))
+    assert first.text == second.text == "short"
+    assert first.dropped_messages == second.dropped_messages == 3
+
+
+@pytest.mark.anyio
+async def test_unparseable_prompt_mode_output_stays_the_models_reply():
+    """A prompt-mode reply cut off mid-JSON is what the model wrote: returned as its text (scored as its answer),
+    never retried or turned into a provider error."""
+    cut = Completion(text='{"tool_calls": [{"name": "get_wea', finish_reason="length")
+    llm = LLM(ScriptedBackend([cut, "never"], native_tools=False), retry=NO_WAIT)
+    completion = await llm.complete(req(tools=TOOLS))
+    assert completion.text == cut.text and completion.tool_calls == [] and completion.finish_reason == "length"
+    assert llm.backend_calls == 1 and llm.usage.total().failures == 0

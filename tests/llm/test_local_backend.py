@@ -160,6 +160,7 @@ async def test_old_messages_are_dropped_to_fit_the_context(backend: LocalBackend
     completion = await backend.complete(ChatRequest(messages=history, max_tokens=8))
     assert completion.text is not None
     assert backend.truncated_messages > before
+    assert completion.dropped_messages == backend.truncated_messages - before  # recorded where the run sees it
     assert completion.usage.prompt_tokens + 8 <= backend.n_ctx
 
 
@@ -169,3 +170,24 @@ async def test_a_prompt_that_cannot_fit_is_a_clear_error(backend: LocalBackend) 
         await backend.complete(_request(huge, max_tokens=8))
     with pytest.raises(PermanentBackendError, match="max_tokens"):
         await backend.complete(_request("hi", max_tokens=4096))
+
+
+async def test_a_cancelled_generation_stops_within_moments(backend: LocalBackend) -> None:
+    """Issue 20: llama.cpp kept generating for abandoned requests; the abort criterion stops it at the next token."""
+    import asyncio
+    import time
+
+    story = _request("Write a very long story about a lighthouse keeper, with many chapters.", max_tokens=900)
+    await backend.load()
+    call = asyncio.create_task(backend.complete(story))
+    await asyncio.sleep(1.0)
+    assert not call.done(), "the generation should still be running"
+    call.cancel()
+    started = time.monotonic()
+    freed = await asyncio.to_thread(backend._thread_lock.acquire, True, 3.0)
+    waited = time.monotonic() - started
+    assert freed, "the llama.cpp thread did not stop"
+    backend._thread_lock.release()
+    assert waited < 1.0
+    reply = await backend.complete(_request("Say yes.", max_tokens=4))
+    assert reply.text

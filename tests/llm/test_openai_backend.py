@@ -316,11 +316,22 @@ async def test_endpoint_is_joined_exactly_as_the_sdk_joins_a_relative_path(base_
         await backend.aclose()
 
 
-async def test_tool_call_without_name_is_malformed(make: Callable[..., tuple[FakeOpenAI, OpenAIBackend]]) -> None:
-    message = {"role": "assistant", "tool_calls": [{"id": "a", "type": "function", "function": {"arguments": "{}"}}]}
+@pytest.mark.parametrize("function", [{"arguments": "{}"}, {"name": "", "arguments": "{}"}, {"name": 7}, None])
+async def test_tool_call_without_name_is_the_models_failure_not_a_provider_error(
+    make: Callable[..., tuple[FakeOpenAI, OpenAIBackend]], function: Any
+) -> None:
+    """Issue 20: a nameless call was a MalformedResponseError (retried, then the session dropped as a provider
+    error); it is the model's output, so it comes back as a call with no name and an error, next to the valid one."""
+    calls = [
+        {"id": "a", "type": "function", "function": function},
+        {"id": "b", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}},
+    ]
+    message = {"role": "assistant", "content": None, "tool_calls": calls}
     _, backend = make([RawBody({"id": "x", "choices": [{"index": 0, "message": message}]})])
-    with pytest.raises(MalformedResponseError):
-        await backend.complete(ask())
+    completion = await backend.complete(ask(tools=[WEATHER_TOOL]))
+    nameless, named = completion.tool_calls
+    assert (nameless.name, nameless.id, nameless.error) == ("", "a", "tool call without a function name")
+    assert (named.name, named.arguments, named.error) == ("get_weather", {"city": "Oslo"}, None)
 
 
 async def test_usage_latency_model_reasoning(make: Callable[..., tuple[FakeOpenAI, OpenAIBackend]]) -> None:
@@ -378,3 +389,29 @@ async def test_callable_script(make: Callable[..., tuple[FakeOpenAI, OpenAIBacke
     fake, backend = make(pick)
     assert (await backend.complete(ask(messages=[{"role": "user", "content": "echo"}]))).text == "ECHO"
     assert fake.calls == 1
+
+
+async def test_dropped_messages_reported_by_a_toolwild_server_are_kept(
+    make: Callable[..., tuple[FakeOpenAI, OpenAIBackend]],
+) -> None:
+    message = {"role": "assistant", "content": "hi"}
+    body = {"id": "x", "choices": [{"index": 0, "message": message}], "toolwild": {"dropped_messages": 4}}
+    _, backend = make([RawBody(body), Reply(text="plain")])
+    assert (await backend.complete(ask())).dropped_messages == 4
+    assert (await backend.complete(ask())).dropped_messages == 0
+
+
+async def test_connection_errors_name_the_cause_without_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    backend = OpenAIBackend(model="m", base_url=f"http://bob:pa55word-XYZ@127.0.0.1:{port}/v1")
+    try:
+        with pytest.raises(TransientBackendError) as info:
+            await backend.complete(ask())
+    finally:
+        await backend.aclose()
+    assert str(info.value) == f"cannot reach http://***@127.0.0.1:{port}/v1: connection refused"
+    assert "pa55word" not in repr(backend)

@@ -81,7 +81,9 @@ async def test_reliability_and_threshold():
     get = by_tool["get_order"]
     assert [c["kind"] for c in get.calls] == ["valid", "schema_invalid", "precondition", "edge"]
     assert [c["correct"] for c in get.calls] == [True, True, True, True]
+    assert [c["judged_by"] for c in get.calls] == ["model", "code", "model", "model"]
     assert get.calls[1]["reason"] == "rejected by schema validation"
+    assert (get.judged, get.judged_correct, get.schema_check) == (3, 3, True)
     assert get.calls[2]["observation"]["error"]["kind"] == "not_found"
     # ping: its one (valid) call the judge rejects
     assert by_tool["ping"].reliability == 0.0
@@ -94,6 +96,48 @@ async def test_reliability_and_threshold():
     )
     assert any(valid_call in r.messages[-1]["content"] for r in backend.requests)  # the form is right
     assert not any(invalid_call in r.messages[-1]["content"] for r in backend.requests)
+
+
+def judge_rejecting_edges(request: ChatRequest) -> str:
+    """The honest shop, except that the judge finds the edge-value answer wrong."""
+    text = request.messages[-1]["content"]
+    if request.response_format.get("title") == "JudgeVerdict" and "values at the edge" in text:
+        return json.dumps({"correct": False, "reason": "the edge answer is wrong"})
+    return honest_shop(request)
+
+
+@pytest.mark.anyio
+async def test_the_code_checked_call_does_not_count_towards_reliability():
+    """Finding: the schema-invalid call passes by construction (code refuses it before any model sees it), so
+    counting it made 2 right answers of 3 model-judged calls reach 3/4 = 0.75 and keep the tool. Reliability is now
+    over the model-judged calls only: 2/3, under the threshold."""
+    _, audits = await audit_environment(ENV, LLM(ScriptedBackend(judge_rejecting_edges)), threshold=0.75)
+    get = next(a for a in audits if a.tool == "get_order")
+    assert [c["correct"] for c in get.calls] == [True, True, True, False]
+    assert get.reliability == pytest.approx(2 / 3)
+    assert get.schema_check is True  # reported apart
+    assert not get.passes(0.75) and get.passes(0.6)
+
+
+@pytest.mark.anyio
+async def test_a_schema_that_lets_a_bad_call_through_fails_the_audit(monkeypatch):
+    """The code check can fail: if the backend answers the schema-invalid call instead of refusing it, the tool is
+    not kept, whatever the judge said about the other calls."""
+    import toolwild.envs.simulated as simulated
+    from toolwild.envs.base import Observation
+
+    real = simulated.precheck
+
+    def lenient(tool, name, arguments):
+        checked = real(tool, name, arguments)
+        return tool if isinstance(checked, Observation) and tool is not None else checked
+
+    monkeypatch.setattr(simulated, "precheck", lenient)
+    kept, audits = await audit_environment(ENV, LLM(ScriptedBackend(honest_shop)), threshold=0.75)
+    get = next(a for a in audits if a.tool == "get_order")
+    assert get.schema_check is False and get.reliability == 1.0
+    assert get.calls[1]["reason"] == "an invalid call was not rejected"
+    assert [t.name for t in kept.tools] == []
 
 
 @pytest.mark.anyio
@@ -129,10 +173,15 @@ def test_cli_run_and_calibrate(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "kept 1 of 2 tools" in result.output
     assert [t.name for t in load_environment(tmp_path / "kept.env.json").tools] == ["get_order"]
-    assert {r["tool"]: r["reliability"] for r in json.loads((tmp_path / "a.json").read_text())} == {
-        "get_order": 1.0,
-        "ping": 0.0,
-    }
+    rows = {r["tool"]: r for r in json.loads((tmp_path / "a.json").read_text())}
+    assert {name: r["reliability"] for name, r in rows.items()} == {"get_order": 1.0, "ping": 0.0}
+    assert (rows["get_order"]["judged"], rows["get_order"]["schema_check"], rows["get_order"]["kept"]) == (
+        3,
+        True,
+        True,
+    )
+    assert (rows["ping"]["judged"], rows["ping"]["schema_check"], rows["ping"]["kept"]) == (1, None, False)
+    assert "refused" in result.output  # the schema column
     labels = tmp_path / "labels.jsonl"
     row = {"tool": GET.model_dump(), "arguments": {"order_id": "x1"}, "response": {"status": "open"}, "correct": True}
     labels.write_text(json.dumps(row) + "\n" + '{"tool": {"name": "t"}, "correct": "maybe"}\n')

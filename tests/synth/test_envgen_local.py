@@ -1,7 +1,9 @@
-"""Environment synthesis end to end on the embedded model, offline: one field, every output file schema-valid.
+"""Environment synthesis end to end on the embedded model, offline: one field, at least one environment kept.
 
-Slow (about 6 model calls of SmolLM2-135M, 1-2 minutes). Quality is not judged (the model is tiny); the contract
-is: the run finishes, every file it writes validates, and the summary accounts for every generated tool.
+Slow (a few calls of SmolLM2-135M, 1-2 minutes). Quality is not judged (the model is tiny); the contract is: the
+run keeps at least one environment with at least one tool (a run that keeps none exits 1, and this test fails:
+it once passed on zero environments), every file it writes validates, every kept tool has a valid JSON Schema and
+a contract the checks accepted, and the summary accounts for every generated tool.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ import importlib.util
 import json
 
 import pytest
+from jsonschema.validators import validator_for
 from typer.testing import CliRunner
 
 from toolwild.cli.main import app
 from toolwild.core.formats.environment import load_environment
+from toolwild.synth.checks import contract_problems, schema_problems
 
 pytestmark = [
     pytest.mark.slow,
@@ -26,10 +30,18 @@ def test_one_field_on_the_embedded_model(tmp_path):
     result = CliRunner().invoke(app, [*args, "--families", "1", "--tools", "2"])
     assert result.exit_code == 0, result.output
     files = sorted(tmp_path.glob("*.env.json"))
+    assert files, f"no environment kept:\n{result.output}"
     environments = [load_environment(f) for f in files]  # raises on any invalid file
     summary = json.loads((tmp_path / "summary.json").read_text())
     kept = sum(len(e.tools) for e in environments)
-    assert summary["tools_kept"] == kept
+    assert kept >= 1 and all(e.tools for e in environments)
+    assert summary["environments"] == len(environments) and summary["tools_kept"] == kept
     assert summary["tools_generated"] == kept + sum(summary["tools_dropped"].values())
     assert summary["usage"]["roles"]["synth"]["calls"] >= 1
-    assert all(e.backend.value == "llm" and e.field == "finance" for e in environments)
+    for env in environments:
+        assert env.backend.value == "llm" and env.field == "finance"
+        assert len({t.name for t in env.tools}) == len(env.tools)
+        for tool in env.tools:
+            validator_for(tool.parameters).check_schema(tool.parameters)
+            assert tool.parameters["type"] == "object"
+            assert schema_problems(tool) == [] and contract_problems(tool) == []

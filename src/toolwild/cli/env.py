@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from toolwild.cli._common import console, handled_errors, make_llm, run_async
@@ -153,9 +154,10 @@ async def _shell_step(episode: Episode, line: str) -> bool:
         else:
             _show(await episode.acall(name, _parse_args(rest, what="the arguments")))
     except ToolwildError as exc:
-        console.print(f"[red]{exc}[/]")
-    except Exception as exc:
-        console.print(f"[red]the environment failed on this call ({type(exc).__name__}: {exc}); the episode is kept[/]")
+        console.print(f"[red]{escape(str(exc))}[/]")  # escaped: a message quoting "[/x]" is not markup
+    except Exception as exc:  # an environment bug must not end the shell and lose the episode's state
+        problem = escape(f"{type(exc).__name__}: {exc}")
+        console.print(f"[red]the environment failed on this call ({problem}); the episode is kept[/]")
     return True
 
 
@@ -203,7 +205,7 @@ def shell(
     with handled_errors():
         backend, llm = _open(env, model, base_url, cache)
         episode = backend.reset(seed=seed)
-    console.print(f"{env} (seed {seed}); tools: {', '.join(t.name for t in backend.tools)}")
+    console.print(escape(f"{env} (seed {seed}); tools: {', '.join(t.name for t in backend.tools)}"))
     console.print('type: TOOL {"arg": value} · state · quit')
     with _event_loop() as runner:
         try:

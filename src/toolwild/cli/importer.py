@@ -7,18 +7,19 @@ when a simulator or an agent trips over them. The lead CLI mounts :data:`import_
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from toolwild.cli._common import progress_bar
-from toolwild.core.environment import BackendKind
-from toolwild.core.formats.environment import ENV_SUFFIX, write_environment
+from toolwild.core.environment import BackendKind, Environment
+from toolwild.core.files import safe_filename
+from toolwild.core.formats.environment import check_environment, write_environment_in
 from toolwild.core.formats.synthtools import (
     LintCode,
     LintFinding,
@@ -28,6 +29,7 @@ from toolwild.core.formats.synthtools import (
 )
 from toolwild.core.formats.synthtools_envs import environments_from_synthtools, load_synthtools_meta
 from toolwild.core.formats.wtb_envs import environment_from_session, environments_from_tool_lists
+from toolwild.core.jsonl import read_jsonl
 from toolwild.core.tool import Tool
 from toolwild.errors import DataError
 
@@ -70,16 +72,39 @@ def _skipped_table(skipped: list[SkippedFile]) -> Table:
     table.add_column("file", overflow="fold")
     table.add_column("reason", overflow="fold")
     for item in skipped[:SKIPPED_SHOWN]:
-        table.add_row(item.file, item.reason)
+        table.add_row(escape(item.file), escape(item.reason))
     return table
+
+
+def _write_environments(environments: list[Environment], directory: Path) -> int:
+    """Write environment files into ``directory``, each checked first and named safely from its id.
+
+    Why the checks here: ids come from the input (session ids, spec names), so a name is made safe and kept inside
+    the folder (:func:`write_environment_in`); an environment that would not load back (no tools, a bad schema) is
+    refused before anything is written; two environments that would share a file are refused instead of one
+    silently replacing the other.
+
+    Raises:
+        DataError: an environment is unusable (its id and field named) or two land on one file name.
+    """
+    names: dict[str, str] = {}
+    for environment in environments:
+        try:
+            check_environment(environment)
+        except DataError as exc:
+            raise DataError(f"environment {environment.id!r}: {exc.message}", field=exc.field) from None
+        name = safe_filename(environment.id)
+        if name in names:
+            raise DataError(f"environments {names[name]!r} and {environment.id!r} would both be written to {name}")
+        names[name] = environment.id
+    for environment in environments:
+        write_environment_in(directory, environment)
+    return len(environments)
 
 
 def _write_synthtools_envs(source: Path, tools: list[Tool], directory: Path) -> int:
     """One environment file per SynthTools spec; returns how many were written."""
-    environments = environments_from_synthtools(tools, load_synthtools_meta(source))
-    for environment in environments:
-        write_environment(environment, directory / f"{environment.id}{ENV_SUFFIX}")
-    return len(environments)
+    return _write_environments(environments_from_synthtools(tools, load_synthtools_meta(source)), directory)
 
 
 @import_app.command("synthtools")
@@ -131,7 +156,7 @@ def synthtools(
         err.print("[bold red]error:[/] give --out (tools JSONL), --envs-out (environment files) or both")
         raise typer.Exit(1)
     if out is not None and not out.parent.is_dir():  # fail before reading thousands of files, not after
-        err.print(f"[bold red]error:[/] output directory {out.parent} does not exist", highlight=False)
+        err.print(f"[bold red]error:[/] output directory {escape(str(out.parent))} does not exist", highlight=False)
         raise typer.Exit(1)
     progress = progress_bar("reading tool specs", to=err)
     try:
@@ -143,28 +168,28 @@ def synthtools(
 
             tools, findings, skipped = load_synthtools_dir(source, skip_invalid=skip_invalid, progress=advance)
     except DataError as exc:
-        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
 
     files_read = len(tools) + len(skipped)
     if not tools:
-        err.print(f"[bold red]error:[/] no valid tool specs in {source} ({len(skipped):,} files skipped)")
+        err.print(f"[bold red]error:[/] no valid tool specs in {escape(str(source))} ({len(skipped):,} files skipped)")
         raise typer.Exit(1)
     try:
         written = write_tools_jsonl(tools, out) if out is not None else 0
         environments = _write_synthtools_envs(source, tools, envs_out) if envs_out is not None else 0
     except OSError as exc:
-        err.print(f"[bold red]error:[/] cannot write: {exc}", highlight=False)
+        err.print(f"[bold red]error:[/] cannot write: {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     except DataError as exc:
-        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
 
     console.print(f"files read:    {files_read:,}")
     if out is not None:
-        console.print(f"tools written: {written:,} -> {out}", highlight=False, soft_wrap=True)
+        console.print(f"tools written: {written:,} -> {escape(str(out))}", highlight=False, soft_wrap=True)
     if envs_out is not None:
-        console.print(f"environments:  {environments:,} -> {envs_out}", highlight=False, soft_wrap=True)
+        console.print(f"environments:  {environments:,} -> {escape(str(envs_out))}", highlight=False, soft_wrap=True)
     console.print(f"files skipped: {len(skipped):,}")
     if skipped:
         console.print(_skipped_table(skipped))
@@ -173,13 +198,10 @@ def synthtools(
 
 def _first_value(path: Path) -> object:
     """The first JSON line of a file, to tell a suite (objects) from a tool-list file (arrays)."""
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                try:
-                    return json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=path, line=number) from None
+    for _number, value in read_jsonl(path):
+        if isinstance(value, DataError):
+            raise value
+        return value
     raise DataError("empty file", file=path)
 
 
@@ -215,12 +237,11 @@ def wtb_envs(
 
             suite, _ = load_wtb_suite(source)
             environments = [environment_from_session(s, backend) for s in suite.sessions]
-        for environment in environments:
-            write_environment(environment, out / f"{environment.id}{ENV_SUFFIX}")
+        _write_environments(environments, out)
     except DataError as exc:
-        err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     except OSError as exc:
-        err.print(f"[bold red]error:[/] cannot write: {exc}", highlight=False)
+        err.print(f"[bold red]error:[/] cannot write: {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
-    Console().print(f"environments: {len(environments):,} ({backend.value}) -> {out}", highlight=False)
+    Console().print(f"environments: {len(environments):,} ({backend.value}) -> {escape(str(out))}", highlight=False)

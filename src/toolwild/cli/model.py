@@ -12,6 +12,8 @@ from rich.table import Table
 from toolwild.cli._common import console, handled_errors, run_async
 from toolwild.llm.cache import CacheMode, ResponseCache
 from toolwild.llm.client import LLM
+from toolwild.llm.preflight import preflight
+from toolwild.llm.redact import redact_url
 from toolwild.llm.registry import create_backend, describe_backends
 from toolwild.llm.types import ChatRequest
 
@@ -19,6 +21,12 @@ model_app = typer.Typer(help="Check or serve a model.", no_args_is_help=True)
 
 ModelOption = Annotated[str, typer.Option("--model", help=f"Model: {'; '.join(describe_backends())}.")]
 BaseUrlOption = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")]
+RequestTimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        help="Seconds one call to a remote model may take, queueing on its server included (default 600).", min=0.001
+    ),
+]
 PromptModeOption = Annotated[
     bool | None,
     typer.Option("--prompt-mode/--native-tools", help="Describe tools in the prompt (default: when not native)."),
@@ -35,6 +43,7 @@ _CHECK_TOOL = {
 
 
 async def _check(llm: LLM) -> list[tuple[str, str, float]]:
+    await preflight(llm)  # an unreachable endpoint, unknown model or refused key: a clear error in seconds
     rows = []
     plain = ChatRequest(messages=[{"role": "user", "content": "Say hello in five words."}], max_tokens=48)
     t0 = time.perf_counter()
@@ -58,10 +67,11 @@ def check(
     model: ModelOption = "local",
     base_url: BaseUrlOption = None,
     prompt_mode: PromptModeOption = None,
+    request_timeout: RequestTimeoutOption = None,
 ) -> None:
     """Make one plain call and one forced tool call, and print what came back and how long it took."""
     with handled_errors():
-        backend = create_backend(model, base_url=base_url)
+        backend = create_backend(model, base_url=base_url, request_timeout=request_timeout)
         llm = LLM(backend, prompt_mode=prompt_mode)
 
         async def run() -> list[tuple[str, str, float]]:
@@ -88,15 +98,22 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
     cache: Annotated[Path | None, typer.Option(help="SQLite response cache (default: none).")] = None,
+    max_queue: Annotated[
+        int, typer.Option(min=0, help="Requests that may wait for the model; more get 503 with Retry-After.")
+    ] = 64,
+    request_timeout: RequestTimeoutOption = None,
 ) -> None:
-    """Expose a model as an OpenAI-compatible server (``POST /v1/chat/completions``)."""
+    """Expose a model as an OpenAI-compatible server (``POST /v1/chat/completions``).
+
+    Requests beyond what the model runs at once (one for the embedded model) wait their turn; a client that goes
+    away has its request cancelled (a running generation stops); SIGINT/SIGTERM stop the server within seconds.
+    """
     with handled_errors():
-        import uvicorn
+        from toolwild.serve.openai_server import create_app, run_server
 
-        from toolwild.serve.openai_server import create_app
-
-        backend = create_backend(model, base_url=base_url)
+        backend = create_backend(model, base_url=base_url, request_timeout=request_timeout)
         response_cache = ResponseCache(cache, mode=CacheMode.READ_WRITE) if cache else None
-        app = create_app(LLM(backend, prompt_mode=prompt_mode, cache=response_cache))
-    console.print(f"serving {backend.model} at http://{host}:{port}/v1 (Ctrl-C to stop)")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+        app = create_app(LLM(backend, prompt_mode=prompt_mode, cache=response_cache), max_queue=max_queue)
+    upstream = f" (from {redact_url(backend.base_url)})" if backend.base_url else ""
+    console.print(f"serving {backend.model}{upstream} at http://{host}:{port}/v1 (Ctrl-C to stop)")
+    run_server(app, host=host, port=port)

@@ -75,9 +75,9 @@ def score(
         report_skipped(suite_report)
         if run_config is not None:
             _check_suite(run_config, suite, suite_path)
-            trajectories = load_run_trajectories(results)
-        else:
-            trajectories, result_report = load_trajectories(results, skip_invalid=skip_invalid)
+            trajectories = load_run_trajectories(results, suite=suite)
+        else:  # published lines are checked against the suite: same ids are not enough, the tasks must match
+            trajectories, result_report = load_trajectories(results, skip_invalid=skip_invalid, suite=suite)
             report_skipped(result_report)
         if not trajectories:
             raise ConfigError(f"{results}: no results to score")

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from toolwild.cli._common import console, handled_errors, make_llm
@@ -20,7 +21,7 @@ def _count_table(title: str, key: str, value: str, counts: Mapping[Any, int]) ->
     table.add_column(key)
     table.add_column(value, justify="right")
     for name in sorted(counts):
-        table.add_row(str(name), str(counts[name]))
+        table.add_row(escape(str(name)), str(counts[name]))
     return table
 
 
@@ -83,7 +84,7 @@ def validate(
             subtypes=subtypes,
         )
 
-    head = Table(title=f"{suite_path}", title_justify="left", show_header=False)
+    head = Table(title=escape(str(suite_path)), title_justify="left", show_header=False)
     head.add_row("sessions", str(summary.sessions))
     head.add_row("tasks", str(summary.tasks))
     head.add_row("tool entries / unique names", f"{summary.tools} / {summary.unique_tools}")
@@ -101,10 +102,10 @@ def validate(
         table.add_column("problem")
         for exc in report.skipped:
             where = f"line {exc.line}" + (f", field {exc.field}" if exc.field else "")
-            table.add_row("[red]error[/]", where, exc.message)
+            table.add_row("[red]error[/]", escape(where), escape(exc.message))
         for p in problems:
             style = "red" if p.severity is Severity.ERROR else "yellow"
-            table.add_row(f"[{style}]{p.severity.value}[/]", p.where, p.message)
+            table.add_row(f"[{style}]{p.severity.value}[/]", escape(p.where), escape(p.message))
         console.print(table)
     if errors:
         console.print(f"[red]{errors} error(s)[/]")

@@ -26,6 +26,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_LINE_BYTES",
     "contained_path",
+    "decode_text",
     "iter_text_lines",
     "output_file",
     "read_text_file",
@@ -43,8 +44,9 @@ _BOM = "\ufeff"
 _READ_CHUNK = 1024 * 1024
 
 
-def _decode(raw: bytes, *, file: str | Path, line: int | None) -> str:
-    """UTF-8 text of ``raw``, or a DataError naming the line (and column) of the first bad byte."""
+def decode_text(raw: bytes, *, file: str | Path | None = None, line: int | None = None) -> str:
+    """UTF-8 text of ``raw``, or a DataError naming the line (and column) of the first bad byte (``line`` is the
+    line ``raw`` starts at in ``file``)."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -71,7 +73,7 @@ def read_text_file(path: str | Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
         raise DataError(f"cannot read file: {exc.strerror or exc}", file=p) from None
     if len(raw) > max_bytes:
         raise DataError(f"file larger than {max_bytes:,} bytes", file=p)
-    text = _decode(raw, file=p, line=None)
+    text = decode_text(raw, file=p, line=None)
     return text.removeprefix(_BOM)
 
 
@@ -116,7 +118,7 @@ def iter_text_lines(path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES) -
                     return
                 continue
             try:
-                text = _decode(raw.rstrip(b"\n"), file=p, line=number)
+                text = decode_text(raw.rstrip(b"\n"), file=p, line=number)
             except DataError as exc:
                 yield number, exc
                 continue

@@ -6,8 +6,9 @@ load or is counted and skipped.
 
 Every parse goes through :func:`parse_json`, which bounds what the standard parser lets through: nesting deeper than
 :data:`MAX_JSON_DEPTH` (Python's parser raises ``RecursionError`` near 1,000 levels, and every recursive walk after
-it near the same), integers longer than Python converts, and ``\\u`` escapes that encode half a character (text that
-cannot be written back as UTF-8). Each becomes a :class:`DataError` with the file and line.
+it near the same), integers longer than Python converts, ``NaN`` and ``Infinity`` (Python reads them, JSON has no
+such values), and ``\\u`` escapes that encode half a character (text that cannot be written back as UTF-8). Each
+becomes a :class:`DataError` with the file and line.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from toolwild.core.files import MAX_FILE_BYTES, iter_text_lines, read_text_file
+from toolwild.core.files import MAX_FILE_BYTES, decode_text, iter_text_lines, read_text_file
 from toolwild.errors import DataError
 
 __all__ = [
@@ -73,6 +74,15 @@ def _check_tree(value: Any, *, max_depth: int, strings: bool) -> str | None:
     return None
 
 
+class _NotJson(Exception):
+    """Python's parser met ``NaN``/``Infinity``/``-Infinity``, which it accepts and JSON does not."""
+
+
+def _not_json(constant: str) -> Any:
+    """Refuse the non-standard constants: a value no other JSON reader (the published harness included) reads."""
+    raise _NotJson(constant)
+
+
 def _has_surrogate(text: str) -> bool:
     try:
         text.encode("utf-8")
@@ -101,12 +111,11 @@ def parse_json(
         DataError: not JSON, too deep, an integer too long to convert, or a lone surrogate.
     """
     if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise _located(f"not UTF-8: {exc.reason} at byte {exc.start}", file, line) from None
+        text = decode_text(text, file=file, line=line)
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_not_json)
+    except _NotJson as exc:
+        raise _located(f"invalid JSON: {exc.args[0]} is not a JSON value", file, line) from None
     except json.JSONDecodeError as exc:
         at = line if line is not None else exc.lineno
         raise _located(f"invalid JSON: {exc.msg} (column {exc.colno})", file, at) from None

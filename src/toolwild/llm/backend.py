@@ -67,7 +67,7 @@ class Backend(ABC):
         """The backend's own deadline for one call (None: it has none), so the client's backstop can be longer."""
         return None
 
-    async def probe(self, timeout_s: float) -> None:
+    async def probe(self, timeout_s: float) -> None:  # noqa: B027 - optional hook
         """One cheap request proving the endpoint answers for this model, before a run starts.
 
         The default does nothing: an in-process backend cannot be unreachable. Remote backends raise

@@ -179,6 +179,19 @@ class LLM:
             self.usage.record_call(role, completion, model=self.backend.model)
             return from_prompt_reply(completion) if transform.get("prompt_mode") else completion
 
+    def follow_backend_limit(self) -> None:
+        """Lower the concurrency limit to the backend's current one (it may have learnt, from a toolwild server,
+        that the server runs fewer requests at once).
+
+        Why: the request timeout runs from the moment a request is sent, so a request queued on the server can
+        time out before its generation starts; waiting here instead costs no timeout. Meant to be called before a
+        run (the preflight does); calls already in flight keep their places.
+        """
+        limit = self.backend.max_connections()
+        if limit < self.max_connections:
+            self.max_connections = limit
+            self._limit = asyncio.Semaphore(limit)
+
     async def aclose(self) -> None:
         """Close the backend and the cache."""
         await self.backend.aclose()

@@ -5,6 +5,10 @@ every session's retries and timeouts before saying anything, and then reported t
 The check makes one minimal request straight to the backend (no cache, no retries) and turns those three cases
 into a :class:`~toolwild.errors.ConfigError` naming the endpoint (credentials redacted) and the cause. Everything
 else (a busy server, a 5xx, a slow first reply) lets the run start: its own retries deal with those.
+
+A ``toolwild model serve`` endpoint also says how many requests it runs at once; the client then keeps to that
+(:meth:`LLM.follow_backend_limit`), so with ``--concurrency 8`` against the one-at-a-time embedded model, requests
+wait their turn on the client, and the request timeout measures a request's own generation, not the queue.
 """
 
 from __future__ import annotations
@@ -29,3 +33,4 @@ async def preflight(llm: LLM, *, timeout_s: float = PREFLIGHT_TIMEOUT_S) -> None
     if not timeout_s > 0:
         raise ConfigError(f"the preflight timeout must be positive, got {timeout_s}")
     await llm.backend.probe(timeout_s)
+    llm.follow_backend_limit()

@@ -19,13 +19,15 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from toolwild.core.environment import BackendKind, Environment
 from toolwild.core.tool import Contract, Effect, Tool
 from toolwild.errors import StructuredOutputError
 from toolwild.llm.client import LLM
-from toolwild.llm.structured import generate_structured
+from toolwild.llm.structured import InvalidReply, generate_checked
 from toolwild.synth.checks import CheckKind, contract_problems, dependency_problems, schema_problems
 from toolwild.synth.dedup import Dropped, exact_dedup, tool_key
 from toolwild.synth.models import FamilyList, SeedData, SubdomainList, ToolDraft, ToolDraftList, object_schema
@@ -40,7 +42,16 @@ _SYSTEM = (
 _MAX_SEED_RECORDS = 5
 SEMANTIC_MIN = 200
 
+# Bounds laid over every stage's JSON Schema (see :func:`bounded_schema`)
+_TEXT_CAP = 160
+"""Characters of a free-text string whose model allows more (descriptions, conditions)."""
+_ITEM_CAP = 40
+"""Characters of a string the model leaves unbounded (stakeholders, entity types, enum values)."""
+_LIST_CAP = 4
+"""Items of a nested list (parameters, conditions, entity types)."""
+
 Progress = Callable[[str], None]
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -90,6 +101,94 @@ class SynthResult:
         return sum(len(e.tools) for e in self.environments)
 
 
+# the main list of each stage's reply, capped at the count the stage asks for
+_TOP_LISTS = {"SubdomainList": "subdomains", "FamilyList": "families", "ToolDraftList": "tools"}
+
+
+def _problem_lines(exc: ValidationError, limit: int = 5) -> str:
+    return "\n".join(
+        f"- {'.'.join(str(p) for p in e.get('loc', ())) or '(root)'}: {e.get('msg')}" for e in exc.errors()[:limit]
+    )
+
+
+def _checker(output: type[M]) -> Callable[[str], M]:
+    """Validate a reply as ``output``; a rejection names the fields, for the model to fix. Raw control characters
+    inside strings (llama.cpp grammars allow them) are tolerated, as in :func:`generate_structured`."""
+
+    def check(text: str) -> M:
+        try:
+            return output.model_validate_json(text)
+        except ValidationError as exc:
+            try:
+                return output.model_validate(json.loads(text, strict=False))
+            except (ValueError, ValidationError):
+                raise InvalidReply(_problem_lines(exc)) from None
+
+    return check
+
+
+def bounded_schema(schema: Any, *, top: tuple[str, int] | None = None) -> Any:
+    """A copy of a stage's JSON Schema in which every string and every list has a bound, never looser than the
+    model's own, so every reply it allows still validates; ``top`` caps the stage's main list (name, count).
+
+    Why: the schema is also the decoding grammar of the embedded model. At temperature 0 a 135M model falls into
+    repetition loops ("Finance.Sales.Fu.Fu.Fu..."); inside an unbounded string (a stakeholder, an entity type) the
+    loop runs until ``max_tokens`` cuts the reply mid-string, and the stage fails with "EOF while parsing a string"
+    after three such attempts, each slower than the last as the cut reply is fed back. With a bound the grammar
+    closes the string and the reply goes on, so a loop costs at most the bound.
+    """
+    if isinstance(schema, list):
+        return [bounded_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: bounded_schema(value) for key, value in schema.items()}
+    kind = schema.get("type")
+    if kind == "string" and "pattern" not in schema and "enum" not in schema:
+        limit = schema.get("maxLength")
+        out["maxLength"] = min(limit, _TEXT_CAP) if limit is not None else _ITEM_CAP
+    elif kind == "array":
+        out["maxItems"] = min(schema.get("maxItems", _LIST_CAP), _LIST_CAP)
+    if top is not None:
+        name, count = top
+        out["properties"][name]["maxItems"] = count
+    return out
+
+
+def _seed_schema(types: list[str], tools: list[Tool]) -> dict[str, Any]:
+    """The seed stage's schema: a list of at most :data:`_MAX_SEED_RECORDS` records per asked entity type, each
+    with an ``id`` and up to 5 scalar fields named after the subdomain's tool fields (a closed shape: an open
+    "any object" is the unbounded grammar the bounds exist to avoid)."""
+    scalar = {"string": {"type": "string", "maxLength": _ITEM_CAP}, "integer": {"type": "integer"}}
+    scalar |= {"number": {"type": "number"}, "boolean": {"type": "boolean"}}
+    fields: dict[str, Any] = {}
+    for tool in tools:
+        for schema in (tool.returns or {}).get("properties", {}), tool.properties:
+            for name, spec in schema.items():
+                kind = spec.get("type") if isinstance(spec, dict) else None
+                if name != "id" and kind in scalar and len(fields) < 5:
+                    fields.setdefault(name, scalar[kind])
+    record = {
+        "type": "object",
+        "properties": {"id": {"type": "string", "maxLength": 24}, **fields},
+        "required": ["id"],
+        "additionalProperties": False,
+    }
+    per_type = {"type": "array", "items": record, "minItems": 1, "maxItems": _MAX_SEED_RECORDS}
+    entities = {
+        "type": "object",
+        "properties": dict.fromkeys(types, per_type),
+        "required": types,
+        "additionalProperties": False,
+    }
+    return {
+        "title": "SeedData",
+        "type": "object",
+        "properties": {"entities": entities},
+        "required": ["entities"],
+        "additionalProperties": False,
+    }
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "x"
 
@@ -127,23 +226,39 @@ class _Run:
         self.progress = progress or (lambda _msg: None)
         self.result = SynthResult()
 
-    async def ask(self, text: str, output: type[Any]) -> Any:
-        return await generate_structured(
+    async def ask(self, text: str, output: type[M], schema: dict[str, Any]) -> M:
+        """One stage call: decoding follows ``schema`` (a bounded form of ``output``'s), ``output`` validates."""
+        return await generate_checked(
             self.llm,
             _messages(text),
-            output,
+            schema,
+            _checker(output),
+            name=output.__name__,
             role=ROLE,
             seed=self.config.seed,
             max_tokens=self.config.max_tokens,
         )
 
-    async def try_ask(self, text: str, output: type[Any], what: str) -> Any:
-        """Like :meth:`ask`, but a reply that never validates skips this part (recorded) instead of ending the run."""
+    async def try_ask(self, text: str, output: type[M], what: str, *, schema: dict[str, Any] | None = None) -> M | None:
+        """Like :meth:`ask`, but a reply that never validates skips this part (recorded) instead of ending the run.
+
+        ``schema`` defaults to ``output``'s own, bounded (:func:`bounded_schema`), its main list capped by the count
+        asked for.
+        """
+        if schema is None:
+            top = _TOP_LISTS.get(output.__name__)
+            schema = bounded_schema(output.model_json_schema(), top=(top, self._count(output)) if top else None)
         try:
-            return await self.ask(text, output)
+            return await self.ask(text, output, schema)
         except StructuredOutputError as exc:
             self.result.failed_stages.append({"stage": what, "error": " ".join(str(exc).split())[:300]})
             return None
+
+    def _count(self, output: type[BaseModel]) -> int:
+        """How many items the stage asks for (the cap of its main list)."""
+        c = self.config
+        counts = {"SubdomainList": c.subdomains_per_field, "FamilyList": c.families_per_subdomain}
+        return counts.get(output.__name__, c.tools_per_family)
 
     def drop(self, tool: Tool | str, kind: str, reasons: list[str]) -> None:
         name = tool if isinstance(tool, str) else tool_key(tool)
@@ -214,7 +329,9 @@ class _Run:
             f"{_MAX_SEED_RECORDS} each, with ids) for these entity types: {', '.join(types)}. Reply "
             '{"entities": {"<type>": [records]}}.'
         )
-        seed = await self.try_ask(request, SeedData, f"seed data: {field_name} / {subdomain.name}")
+        seed = await self.try_ask(
+            request, SeedData, f"seed data: {field_name} / {subdomain.name}", schema=_seed_schema(types, tools)
+        )
         if seed is None:
             return {}
         return {k: v[:_MAX_SEED_RECORDS] for k, v in sorted(seed.entities.items()) if isinstance(v, list)}

@@ -32,6 +32,8 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
+from toolwild.core.files import MAX_FILE_BYTES
+from toolwild.core.jsonl import parse_json
 from toolwild.core.tool import Contract, Tool
 from toolwild.errors import DataError
 
@@ -212,12 +214,9 @@ def tool_from_synthtools(data: Any, *, source_id: str | None = None) -> Tool:
 
 def _parse_bytes(raw: bytes, *, file: str, source_id: str) -> Tool:
     """Decode and convert one file's bytes; any `DataError` gets ``file`` (and the JSON error line)."""
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8: {exc.reason} at byte {exc.start}", file=file) from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, line=exc.lineno) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise DataError(f"file larger than {MAX_FILE_BYTES:,} bytes", file=file)
+    data = parse_json(raw.removeprefix(b"\xef\xbb\xbf"), file=file)
     try:
         return tool_from_synthtools(data, source_id=source_id)
     except DataError as exc:

@@ -23,6 +23,8 @@ from typing import Any
 import yaml
 
 from toolwild.core.environment import BackendKind, Environment
+from toolwild.core.files import decode_text
+from toolwild.core.jsonl import parse_json
 from toolwild.core.tool import Tool
 from toolwild.errors import DataError
 
@@ -41,9 +43,14 @@ class SynthToolsMeta:
         """Spec id -> initial state (from ``task_meta/*.environment.yml``)."""
 
 
-def _jsonable(value: Any) -> Any:
-    """YAML turns dates into ``datetime``; the state is JSON, so they become ISO strings."""
-    return json.loads(json.dumps(value, default=str))
+def _jsonable(value: Any, file: str) -> Any:
+    """YAML turns dates into ``datetime``; the state is JSON, so they become ISO strings (and the result is held to
+    the bounds of any JSON toolwild reads: YAML aliases can build deep or self-referencing values)."""
+    try:
+        text = json.dumps(value, default=str)
+    except (ValueError, RecursionError, TypeError) as exc:
+        raise DataError(f"seed data cannot be held as JSON: {exc}", file=file, field="tool_set_yml") from None
+    return parse_json(text, file=file)
 
 
 def parse_environment_yml(text: str, *, file: str = "") -> tuple[dict[str, Any], dict[str, Any]]:
@@ -56,22 +63,28 @@ def parse_environment_yml(text: str, *, file: str = "") -> tuple[dict[str, Any],
         outer = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise DataError(f"not YAML: {exc}", file=file) from None
+    except RecursionError:
+        raise DataError("YAML nested too deeply", file=file) from None
     body = outer.get("tool_set_yml") if isinstance(outer, dict) else None
     if not isinstance(body, str):
         raise DataError("expected a 'tool_set_yml' text block", file=file, field="tool_set_yml")
     try:
         inner = yaml.safe_load(body)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         inner = None
     if isinstance(inner, dict) and isinstance(inner.get("data"), dict):
-        return _jsonable(inner.get("metadata") or {}), _jsonable(inner["data"])
+        metadata = inner.get("metadata") or {}
+        return _jsonable(metadata if isinstance(metadata, dict) else {}, file), _jsonable(inner["data"], file)
     start = body.find("{")
     if start < 0:
         raise DataError("no seed data found (neither a 'data' section nor a JSON object)", file=file)
     try:
-        value, _ = json.JSONDecoder().raw_decode(body[start:])
+        value, end = json.JSONDecoder().raw_decode(body[start:])
     except json.JSONDecodeError as exc:
         raise DataError(f"seed data is not JSON: {exc.msg}", file=file, field="tool_set_yml") from None
+    except (RecursionError, ValueError) as exc:
+        raise DataError(f"seed data is not usable JSON: {exc}", file=file, field="tool_set_yml") from None
+    value = parse_json(body[start : start + end], file=file)  # the same bounds as every other JSON read
     if not isinstance(value, dict):
         raise DataError("seed data must be a JSON object", file=file, field="tool_set_yml")
     meta = {k: v for k, v in value.items() if k in _META_KEYS}
@@ -89,7 +102,11 @@ def _members(source: Path) -> Iterator[tuple[str, PurePosixPath, bytes]]:
         for path in sorted(base.rglob("*")):
             rel = PurePosixPath(path.relative_to(base).as_posix())
             if path.is_file() and wanted(rel):
-                yield str(path), rel, path.read_bytes()
+                try:
+                    raw = path.read_bytes()
+                except OSError as exc:
+                    raise DataError(f"cannot read: {exc.strerror or exc}", file=path) from None
+                yield str(path), rel, raw
         return
     try:
         with tarfile.open(source, "r:*") as tar:
@@ -110,15 +127,14 @@ def load_synthtools_meta(source: str | Path) -> SynthToolsMeta:
     """
     meta = SynthToolsMeta()
     for label, rel, raw in _members(Path(source)):
-        text = raw.decode("utf-8", errors="replace")
+        text = decode_text(raw, file=label)
         if rel.name == "tool_list.json":
             for number, line in enumerate(text.splitlines(), start=1):
                 if not line.strip():
                     continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"invalid JSON: {exc.msg}", file=label, line=number) from None
+                row = parse_json(line, file=label, line=number)
+                if not isinstance(row, dict):
+                    raise DataError("a tool_list.json row must be a JSON object", file=label, line=number)
                 spec_id = str(row.get("id", "")).split("__", 1)[0]
                 if spec_id and spec_id not in meta.descriptions:
                     meta.descriptions[spec_id] = {

@@ -208,6 +208,10 @@ def check_arguments(parameters: dict[str, Any] | None, predicted_raw: str, gold:
         predicted = json.loads(predicted_raw)
     except (json.JSONDecodeError, TypeError):
         return ErrorCode.JSON_DECODE
+    except (RecursionError, ValueError):
+        # Nested past the parser's depth, or an integer literal past Python's conversion limit. The published
+        # scorer catches JSONDecodeError only and crashes here; no other label can be right: it is not usable JSON.
+        return ErrorCode.JSON_DECODE
     if parameters is None:
         return ErrorCode.TOOL_UNDEFINED
     status = check_schema(parameters, predicted)

@@ -46,7 +46,12 @@ def session_context(session: Session, task_index: int) -> str:
 
 
 def _value_in_context(value: Any, context: str) -> bool:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    """Whether the agent could have read this value. A value too deep to write out (a model's nesting run wild)
+    cannot have come from the context."""
+    try:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    except (RecursionError, ValueError):
+        return False
     return text.lower() in context
 
 
@@ -60,7 +65,7 @@ def _parameter_class(session: Session, task_index: int, verdict: StepVerdict) ->
     if code == ErrorCode.KEYS_MISMATCH and "extra:" in check.result and "missing:" not in check.result:
         try:
             predicted = json.loads(check.predicted)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # parsed once already; the parser's depth limit depends on the stack
             return ErrorClass.PARAM_VALUE
         extra = [k for k in predicted if k not in check.gold] if isinstance(predicted, dict) else []
         context = session_context(session, task_index)

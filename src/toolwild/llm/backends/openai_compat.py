@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     import httpx2
     from openai import AsyncOpenAI
 
-__all__ = ["OpenAIBackend"]
+__all__ = ["CONCURRENCY_HEADER", "OpenAIBackend"]
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,11 @@ _DUMMY_KEY = "not-needed"
 _TRANSIENT_STATUSES = frozenset({408, 409, 429})
 _FINISH_REASONS: frozenset[str] = frozenset({"stop", "length", "tool_calls", "content_filter"})
 _MAX_SERVER_TEXT = 300
+CONCURRENCY_HEADER = "x-toolwild-concurrency"
+"""Response header in which ``toolwild model serve`` says how many requests it runs at once. The preflight reads
+it and the client then sends no more than that: extra requests wait on the client, where the request timeout does
+not run yet, instead of in the server's queue, where it does."""
+_MAX_ADVERTISED = 1024
 _NAMELESS_CALL = "tool call without a function name"
 _AUTH_STATUSES = frozenset({401, 403})
 _MODEL_MISSING_WORDS = ("model_not_found", "does not exist", "not found", "unknown model", "no such model")
@@ -135,6 +140,8 @@ class OpenAIBackend(Backend):
         self.api_key_env = api_key_env
         self.timeout_s = float(timeout_s)
         self._max_connections = max_connections
+        self.server_concurrency: int | None = None
+        """How many requests the server runs at once, when it said so (:data:`CONCURRENCY_HEADER`)."""
         self._rf_level = _RF_STRICT
         self._openai = openai
 
@@ -169,8 +176,9 @@ class OpenAIBackend(Backend):
         return {"kind": self.kind, "model": self.model, "base_url": redact_url(self.base_url)}
 
     def max_connections(self) -> int:
-        """How many calls may run at once (the constructor's ``max_connections``)."""
-        return self._max_connections
+        """How many calls may run at once: the constructor's ``max_connections``, or fewer when the server said it
+        runs fewer at once (learnt by :meth:`probe`)."""
+        return min(self._max_connections, self.server_concurrency or self._max_connections)
 
     async def aclose(self) -> None:
         """Close the SDK client and its HTTP connection pool (an injected ``http_client`` too)."""
@@ -317,10 +325,14 @@ class OpenAIBackend(Backend):
         is the run's retries' business, and a 400 about this tiny request may not apply to the real ones. It
         bypasses the cache and the retries on purpose: a cached or retried check proves nothing, quickly.
         """
+        import httpx2
+
         request = ChatRequest(messages=[{"role": "user", "content": "ping"}], max_tokens=1, temperature=0.0)
+        params = self._params(request, self._rf_level)
         try:
             async with asyncio.timeout(timeout_s):
-                await self._client.post(self._endpoint, body=self._params(request, self._rf_level), cast_to=bytes)
+                response = await self._client.post(self._endpoint, body=params, cast_to=httpx2.Response)
+            self.server_concurrency = _advertised(response.headers.get(CONCURRENCY_HEADER))
         except TimeoutError:
             log.warning("%s did not answer a one-token request within %g s; starting anyway", self.where, timeout_s)
         except self._openai.APIStatusError as exc:
@@ -368,6 +380,14 @@ def _tool_call(raw_call: Any) -> CompletionToolCall:
     if not call.name:
         call.error = _NAMELESS_CALL
     return call
+
+
+def _advertised(value: str | None) -> int | None:
+    """A server's concurrency header as a count, or None when absent or not a sane positive integer."""
+    if value is None or not value.strip().isdigit():
+        return None
+    count = int(value)
+    return count if 1 <= count <= _MAX_ADVERTISED else None
 
 
 def _unreachable_reason(exc: BaseException) -> str:

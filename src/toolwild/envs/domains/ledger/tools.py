@@ -17,8 +17,8 @@ import shutil
 import tempfile
 import weakref
 from collections.abc import Callable
-from functools import cache
 from decimal import Decimal, InvalidOperation
+from functools import cache
 from pathlib import Path
 from typing import Any
 
