@@ -18,12 +18,12 @@ import pytest
 from typer.testing import CliRunner
 
 from toolwild.cli.main import app
-from toolwild.core.environment import BackendKind, Environment, Recording
+from toolwild.core.environment import Environment, Recording
 from toolwild.core.files import MAX_LINE_BYTES, contained_path, iter_text_lines, read_text_file, safe_filename
 from toolwild.core.formats.environment import load_environment, write_environment
 from toolwild.core.formats.results import load_trajectories
 from toolwild.core.formats.synthtools_envs import load_synthtools_meta
-from toolwild.core.formats.wtb import load_wtb_suite, write_wtb_suite
+from toolwild.core.formats.wtb import load_wtb_suite, session_to_wtb, write_wtb_suite
 from toolwild.core.formats.wtb_result import load_wtb_results
 from toolwild.core.jsonl import MAX_JSON_DEPTH, parse_json, read_jsonl
 from toolwild.core.schema import schema_errors
@@ -419,3 +419,16 @@ def test_a_torn_multibyte_character_costs_its_line_only(tmp_path):
     path.write_bytes(good + b"\n" + good[:-3] + "é".encode()[:1] + b"\n")
     loaded, report = load_trajectories(path, skip_invalid=True)
     assert len(loaded) == 1 and report.skipped[0].line == 2
+
+
+# ------------------------------------------------------------------------------------ found by the fuzzer
+def test_a_session_without_id_keeps_its_id_when_written_at_another_line(tmp_path):
+    """Its id comes from its line (``wild_tool_bench_<index>``); once an invalid line before it is skipped, writing
+    the suite back moved it up a line and silently renamed it."""
+    record = {k: v for k, v in json.loads(json.dumps(session_to_wtb(small_session()))).items() if k != "id"}
+    path = tmp_path / "suite.jsonl"
+    path.write_text("not json\n" + json.dumps(record) + "\n")
+    suite, _ = load_wtb_suite(path, skip_invalid=True)
+    assert [s.id for s in suite.sessions] == ["wild_tool_bench_1"]
+    write_wtb_suite(suite, tmp_path / "back.jsonl")
+    assert [s.id for s in load_wtb_suite(tmp_path / "back.jsonl")[0].sessions] == ["wild_tool_bench_1"]

@@ -89,7 +89,12 @@ def test_wildtoolbench_tool_lists_become_simulated_environments(tmp_path):
     envs = environments_from_tool_lists(TOOL_LISTS)
     # 1,248 published entries; line 193 lists its 4 tools twice over, and an exact repeat is the same tool
     assert len(envs) == 256 and sum(len(e.tools) for e in envs) == 1248 - 4
-    assert [t.name for t in envs[192].tools] == ["getFlightInfo", "getAirportShops", "getParkingInfo", "getTransportInfo"]
+    assert [t.name for t in envs[192].tools] == [
+        "getFlightInfo",
+        "getAirportShops",
+        "getParkingInfo",
+        "getTransportInfo",
+    ]
     bad = tmp_path / "tools.jsonl"
     bad.write_text(TOOL_LISTS.read_text().splitlines()[0] + "\n" + '[{"type": "function"}]\n')
     with pytest.raises(DataError) as info:

@@ -77,5 +77,7 @@ def test_model_serve_then_eval_with_default_options_finishes_every_session(
     # the gold path was played through the server: every task of every session is correct
     metrics = json.loads((tmp_path / "served" / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["total_info"]["task"] == {"accuracy": 1.0, "correct_count": 20, "total_count": 20}
-    assert server.state.admission.admitted == 0
+    admission = server.state.admission
+    assert admission.admitted == 0
+    assert admission.peak == 1  # eval kept to the server's one slot (learnt at its preflight): nothing queued there
     assert model.finished == len(model.requests)  # nothing was abandoned half-way

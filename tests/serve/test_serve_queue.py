@@ -21,6 +21,7 @@ import openai
 import pytest
 from fake_openai import client_for, serve
 
+from toolwild.errors import TransientBackendError
 from toolwild.llm.backends.openai_compat import CONCURRENCY_HEADER, OpenAIBackend
 from toolwild.llm.backends.scripted import ScriptedBackend
 from toolwild.llm.client import LLM, RetryPolicy
@@ -203,3 +204,22 @@ def test_the_server_exits_promptly_on_a_signal_mid_generation(sig: signal.Signal
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+async def test_a_client_timeout_cancels_the_work_on_the_server() -> None:
+    """The path of issue 20's run: toolwild's own client times out, drops its connection, and the server stops
+    working for it instead of generating for minutes."""
+    model = _slow_model(30.0)
+    app = create_app(LLM(model))
+    async with serve(app) as base_url:
+        backend = OpenAIBackend(model="m", base_url=base_url, timeout_s=0.5)
+        llm = LLM(backend, retry=RetryPolicy(max_attempts=1))
+        with pytest.raises(TransientBackendError, match="timeout"):
+            await llm.complete(_ask("slow"))
+        await llm.aclose()
+        for _ in range(50):
+            if app.state.admission.admitted == 0:
+                break
+            await asyncio.sleep(0.02)
+        assert app.state.admission.admitted == 0
+    assert model.requests and model.finished == 0

@@ -241,3 +241,92 @@ def test_semantic_pass_runs_on_large_runs_only(monkeypatch):
     assert [d["tool"] for d in run.result.drops] == ["f__s__t900"]
     assert "similar-in-field of f__s__t005" in run.result.drops[0]["reasons"][0]
     assert run.result.dropped["dedup"] == 1 and len(envs[1].tools) == SEMANTIC_MIN - 100
+
+
+def _unbounded(schema, path="$"):
+    """Paths of strings without maxLength (and without pattern/enum) and arrays without maxItems."""
+    found = []
+    if isinstance(schema, dict):
+        if schema.get("type") == "string" and not {"maxLength", "pattern", "enum"} & set(schema):
+            found.append(path)
+        if schema.get("type") == "array" and "maxItems" not in schema:
+            found.append(path)
+        for key, value in schema.items():
+            found += _unbounded(value, f"{path}.{key}")
+    elif isinstance(schema, list):
+        for i, value in enumerate(schema):
+            found += _unbounded(value, f"{path}[{i}]")
+    return found
+
+
+@pytest.mark.anyio
+async def test_every_stage_asks_for_bounded_json():
+    """The schema is the embedded model's decoding grammar: an unbounded string let a repetition loop run until
+    max_tokens cut the reply ("EOF while parsing a string"), so a whole field gave no environment."""
+    seen: dict[str, dict] = {}
+    designer = Designer()
+
+    def model(request: ChatRequest) -> str:
+        seen[request.response_format["title"]] = request.response_format
+        return designer(request)
+
+    config = SynthConfig(subdomains_per_field=1, families_per_subdomain=1, tools_per_family=3, max_repairs=1)
+    await synth_environments(LLM(ScriptedBackend(model)), ["ecommerce"], config)
+    assert set(seen) == {"SubdomainList", "FamilyList", "ToolDraftList", "SeedData"}
+    for title, schema in seen.items():
+        assert _unbounded(schema) == [], title
+    # the main list is capped at the count asked for
+    assert seen["SubdomainList"]["properties"]["subdomains"]["maxItems"] == 1
+    assert seen["ToolDraftList"]["properties"]["tools"]["maxItems"] == 3
+    # tools: the checks' structural rules hold by construction (scalar item types, every contract list given)
+    draft = seen["ToolDraftList"]["$defs"]["ToolDraft"]
+    assert {"preconditions", "postconditions", "error_modes"} <= set(draft["required"])
+    assert all(draft["properties"][k]["minItems"] == 1 for k in ("preconditions", "postconditions", "error_modes"))
+    field = seen["ToolDraftList"]["$defs"]["FieldSpec"]
+    assert "items" in field["required"] and field["properties"]["items"]["enum"] == [
+        "string",
+        "integer",
+        "number",
+        "boolean",
+    ]
+    # seed records: one list per entity type, each record a closed object with an id and the tools' scalar fields
+    entities = seen["SeedData"]["properties"]["entities"]
+    assert entities["required"] == ["order"] and entities["additionalProperties"] is False
+    record = entities["properties"]["order"]["items"]
+    assert record["required"] == ["id"] and record["additionalProperties"] is False
+    assert set(record["properties"]) == {"id", "status", "order_id"}
+
+
+def test_bounds_are_never_looser_than_the_model():
+    from toolwild.synth.envgen import bounded_schema
+    from toolwild.synth.models import SubdomainList, ToolDraftList
+
+    tools = bounded_schema(ToolDraftList.model_json_schema(), top=("tools", 2))
+    draft = tools["$defs"]["ToolDraft"]["properties"]
+    assert draft["description"]["maxLength"] == 160  # the model allows 400
+    assert draft["name"] == ToolDraftList.model_json_schema()["$defs"]["ToolDraft"]["properties"]["name"]  # pattern
+    assert draft["parameters"]["maxItems"] == 4 and tools["properties"]["tools"]["maxItems"] == 2
+    field = tools["$defs"]["FieldSpec"]["properties"]
+    assert field["enum"]["items"]["maxLength"] == 40 and field["type"]["enum"][0] == "string"
+    subdomains = bounded_schema(SubdomainList.model_json_schema())
+    assert subdomains["$defs"]["Subdomain"]["properties"]["name"]["maxLength"] == 80  # the model's own, tighter
+
+
+@pytest.mark.anyio
+async def test_a_repeated_field_name_is_kept_once_not_sent_to_repair():
+    """A small model repeats field names; JSON Schema forbids a name twice in ``required``, so the tool used to
+    fail the schema check and go to repair for plain duplication."""
+    designer = Designer()
+
+    def model(request: ChatRequest) -> str:
+        if request.response_format.get("title") == "ToolDraftList":
+            twice = [*OBJ, {**OBJ[0], "description": "The order, again."}]
+            return json.dumps({"tools": [tool("get_order", parameters=twice)]})
+        return designer(request)
+
+    config = SynthConfig(subdomains_per_field=1, families_per_subdomain=1, tools_per_family=1, max_repairs=1)
+    result = await synth_environments(LLM(ScriptedBackend(model)), ["ecommerce"], config)
+    ((only,),) = [e.tools for e in result.environments]
+    assert only.parameters["required"] == ["order_id"]
+    assert only.parameters["properties"]["order_id"]["description"] == "The order."  # the first one
+    assert result.repaired == 0 and designer.repair_requests == [] and not result.dropped

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from toolwild.cli._common import console, handled_errors, report_skipped
 from toolwild.core.formats.wtb import load_wtb_suite
@@ -29,4 +30,4 @@ def export_command(
         suite, report = load_wtb_suite(suite_path, skip_invalid=skip_invalid)
         report_skipped(report)
         count = write_training_export(suite, out, fmt)
-    console.print(f"{count:,} conversations ({fmt.value}) -> {out}", highlight=False)
+    console.print(f"{count:,} conversations ({fmt.value}) -> {escape(str(out))}", highlight=False)

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from toolwild.cli._common import console, handled_errors, run_async
+from toolwild.llm.backend import DEFAULT_REQUEST_TIMEOUT_S
 from toolwild.llm.cache import CacheMode, ResponseCache
 from toolwild.llm.client import LLM
 from toolwild.llm.preflight import preflight
@@ -24,7 +25,9 @@ BaseUrlOption = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-c
 RequestTimeoutOption = Annotated[
     float | None,
     typer.Option(
-        help="Seconds one call to a remote model may take, queueing on its server included (default 600).", min=0.001
+        help="Seconds one call to a remote model may take, queueing on its server included "
+        f"(default {DEFAULT_REQUEST_TIMEOUT_S:g}).",
+        min=0.001,
     ),
 ]
 PromptModeOption = Annotated[

@@ -62,7 +62,10 @@ def build_agent(config: RunConfig, run_dir: Path, *, suite: Suite | None = None)
     if config.agent == "model":
         # enough connections for every session running at once (the local backend keeps its own limit of 1)
         backend = create_backend(
-            config.model or "local", base_url=config.base_url, max_connections=max(16, config.concurrency)
+            config.model or "local",
+            base_url=config.base_url,
+            request_timeout=config.request_timeout_s,
+            max_connections=max(16, config.concurrency),
         )
         cache = ResponseCache(run_dir / "cache.sqlite", mode=CacheMode(config.cache))
         llm = LLM(backend, cache=cache, prompt_mode=config.prompt_mode, max_connections=None)
@@ -81,5 +84,10 @@ def build_simulator(config: RunConfig, run_dir: Path, agent_llm: LLM | None) -> 
         return None
     if agent_llm is not None and config.env_model == (config.model or "local"):
         return agent_llm
-    backend = create_backend(config.env_model, base_url=config.base_url, max_connections=max(16, config.concurrency))
+    backend = create_backend(
+        config.env_model,
+        base_url=config.base_url,
+        request_timeout=config.request_timeout_s,
+        max_connections=max(16, config.concurrency),
+    )
     return LLM(backend, cache=ResponseCache(run_dir / "cache.sqlite", mode=CacheMode(config.cache)))

@@ -130,6 +130,8 @@ class Admission:
         self.capacity = capacity
         self.max_queue = max_queue
         self.admitted = 0
+        self.peak = 0
+        """Most requests admitted at once so far (a client that keeps to ``capacity`` never exceeds it)."""
         self.mean_service_s = 1.0
         """Moving average of generation times (seconds), for ``Retry-After``."""
 
@@ -137,6 +139,15 @@ class Admission:
     def full(self) -> bool:
         """Whether a newcomer would exceed the queue bound."""
         return self.admitted >= self.capacity + self.max_queue
+
+    def admit(self) -> None:
+        """Count one more request running or waiting."""
+        self.admitted += 1
+        self.peak = max(self.peak, self.admitted)
+
+    def release(self) -> None:
+        """Count one request done (answered, failed or cancelled)."""
+        self.admitted -= 1
 
     @property
     def waiting(self) -> int:
@@ -209,7 +220,7 @@ def create_app(llm: LLM, *, model_name: str | None = None, max_queue: int = DEFA
             return _error(400, str(exc))
         if admission.full:
             return _busy(admission)
-        admission.admitted += 1
+        admission.admit()
         try:
             completion = await _unless_disconnected(request, llm.complete(chat_request, role="served"))
         except TransientBackendError as exc:
@@ -223,7 +234,7 @@ def create_app(llm: LLM, *, model_name: str | None = None, max_queue: int = DEFA
             # cancelled, and the client gets a retryable answer instead of a dropped connection
             return _error(503, "the server is shutting down", "server_error")
         finally:
-            admission.admitted -= 1
+            admission.release()
         if completion is None:
             return Response(status_code=_CLIENT_GONE)
         admission.served(completion)

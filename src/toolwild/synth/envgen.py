@@ -30,7 +30,15 @@ from toolwild.llm.client import LLM
 from toolwild.llm.structured import InvalidReply, generate_checked
 from toolwild.synth.checks import CheckKind, contract_problems, dependency_problems, schema_problems
 from toolwild.synth.dedup import Dropped, exact_dedup, tool_key
-from toolwild.synth.models import FamilyList, SeedData, SubdomainList, ToolDraft, ToolDraftList, object_schema
+from toolwild.synth.models import (
+    FamilyList,
+    FieldSpec,
+    SeedData,
+    SubdomainList,
+    ToolDraft,
+    ToolDraftList,
+    object_schema,
+)
 
 __all__ = ["SynthConfig", "SynthResult", "synth_environments"]
 
@@ -101,6 +109,8 @@ class SynthResult:
         return sum(len(e.tools) for e in self.environments)
 
 
+_SCALARS = ("string", "integer", "number", "boolean")
+
 # the main list of each stage's reply, capped at the count the stage asks for
 _TOP_LISTS = {"SubdomainList": "subdomains", "FamilyList": "families", "ToolDraftList": "tools"}
 
@@ -154,6 +164,25 @@ def bounded_schema(schema: Any, *, top: tuple[str, int] | None = None) -> Any:
     return out
 
 
+def _tools_schema(count: int) -> dict[str, Any]:
+    """The tools stage's schema: bounded, and shaped so that the checks' structural rules hold by construction.
+
+    Every field names a scalar ``items`` type (used by arrays only: an array without items, or of arrays, fails the
+    lint), and every tool lists preconditions, postconditions and error modes (the contract check asks for them).
+    A small model otherwise spends its repair rounds on these and still fails; what a grammar cannot say (distinct
+    field names, sensible content) is left to the checks and repairs.
+    """
+    schema = bounded_schema(ToolDraftList.model_json_schema(), top=("tools", count))
+    draft = schema["$defs"]["ToolDraft"]
+    for key in ("preconditions", "postconditions", "error_modes"):
+        draft["properties"][key]["minItems"] = 1
+    draft["required"] = [*draft["required"], "preconditions", "postconditions", "error_modes"]
+    field_spec = schema["$defs"]["FieldSpec"]
+    field_spec["properties"]["items"] = {"type": "string", "enum": list(_SCALARS)}
+    field_spec["required"] = [*field_spec["required"], "items"]
+    return schema
+
+
 def _seed_schema(types: list[str], tools: list[Tool]) -> dict[str, Any]:
     """The seed stage's schema: a list of at most :data:`_MAX_SEED_RECORDS` records per asked entity type, each
     with an ``id`` and up to 5 scalar fields named after the subdomain's tool fields (a closed shape: an open
@@ -197,12 +226,21 @@ def _messages(text: str) -> list[dict[str, Any]]:
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": text}]
 
 
+def _distinct(fields: list[FieldSpec]) -> list[FieldSpec]:
+    """The first field of each name: a repeated name (a small model's habit) would make ``required`` list it twice,
+    which JSON Schema forbids, and cost the tool a repair round for what is plain duplication."""
+    kept: dict[str, FieldSpec] = {}
+    for spec in fields:
+        kept.setdefault(spec.name, spec)
+    return list(kept.values())
+
+
 def _tool(draft: ToolDraft, field_name: str, subdomain: str, family: str) -> Tool:
     return Tool(
         name=draft.name,
         description=draft.description,
-        parameters=object_schema(draft.parameters),
-        returns=object_schema(draft.returns),
+        parameters=object_schema(_distinct(draft.parameters)),
+        returns=object_schema(_distinct(draft.returns)),
         contract=Contract(
             preconditions=draft.preconditions, postconditions=draft.postconditions, error_modes=draft.error_modes
         ),
@@ -270,12 +308,14 @@ class _Run:
         request = (
             f"Field: {field_name}. Subdomain: {subdomain.name} ({subdomain.description}). Entity types: "
             f"{', '.join(subdomain.entities) or 'any'}.\nTask family: {family.name}: {family.description}\n"
-            f"Design {c.tools_per_family} API tools for this family. Each tool: a snake_case name, a description, "
-            "its parameters and returned fields (name, type, description, required; enum, format, minimum, maximum "
-            "or items where they apply), preconditions, postconditions, error_modes, effect read or write, and the "
-            "entity types it consumes and produces."
+            f"Design {c.tools_per_family} API tools for this family. Each tool: a snake_case name, a one-sentence "
+            "description, its parameters and returned fields (name, type, description, required; enum, format, "
+            "minimum, maximum or items where they apply), preconditions, postconditions and error_modes (short "
+            "sentences), effect read or write, and the entity types it consumes and produces (lowercase words)."
         )
-        reply = await self.try_ask(request, ToolDraftList, f"tools: {field_name} / {subdomain.name} / {family.name}")
+        schema = _tools_schema(c.tools_per_family)
+        what = f"tools: {field_name} / {subdomain.name} / {family.name}"
+        reply = await self.try_ask(request, ToolDraftList, what, schema=schema)
         if reply is None:
             return []
         drafts = reply.tools[: c.tools_per_family]
@@ -306,7 +346,7 @@ class _Run:
                 for t in broken
             )
             repair = f"{request}\nThese tools have problems; reply with the corrected tools only:\n{listing}"
-            fixed = await self.try_ask(repair, ToolDraftList, f"repair: {field_name} / {subdomain.name}")
+            fixed = await self.try_ask(repair, ToolDraftList, f"repair: {field_name} / {subdomain.name}", schema=schema)
             by_name = {d.name: d for d in fixed.tools} if fixed is not None else {}
             pending = []
             for t in broken:
@@ -340,8 +380,10 @@ class _Run:
         c = self.config
         self.progress(f"{field_name}: subdomains")
         reply = await self.try_ask(
-            f"Field: {field_name}. List {c.subdomains_per_field} distinct subdomains (areas served by one "
-            "software service), each with a description, its stakeholders and the entity types it manages.",
+            f"Field: {field_name}.\nList {c.subdomains_per_field} different subdomains of {field_name}, each an "
+            'area served by one software service.\nFor each: "name" (2 to 4 words), "description" (one sentence), '
+            '"stakeholders" (2 or 3 kinds of users), "entities" (2 or 3 kinds of records it stores, one lowercase '
+            "word each).",
             SubdomainList,
             f"subdomains: {field_name}",
         )
@@ -350,8 +392,9 @@ class _Run:
         for sub in subdomains:
             self.progress(f"{field_name} / {sub.name}: task families")
             listed = await self.try_ask(
-                f"Field: {field_name}. Subdomain: {sub.name} ({sub.description}). List "
-                f"{c.families_per_subdomain} families of tasks its users bring, each with a description.",
+                f"Field: {field_name}. Subdomain: {sub.name} ({sub.description}).\nList "
+                f"{c.families_per_subdomain} families of tasks its users bring. For each: "
+                '"name" (2 to 5 words) and "description" (one sentence: what the user wants done).',
                 FamilyList,
                 f"task families: {field_name} / {sub.name}",
             )

@@ -280,6 +280,10 @@ def write_wtb_suite(suite: Suite, path: str | Path, *, published: bool = False) 
     p = Path(path)
     tmp = p.with_suffix(p.suffix + ".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
-        for s in suite.sessions:
-            fh.write(json.dumps(session_to_wtb(s, published=published), ensure_ascii=False) + "\n")
+        for index, s in enumerate(suite.sessions):
+            record = session_to_wtb(s, published=published)
+            if "id" not in record and s.id != f"wild_tool_bench_{index}":
+                # a record read without an id got it from its line; at another line it would get another id
+                record = {"id": s.id, **record}
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
     tmp.replace(p)
