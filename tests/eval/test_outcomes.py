@@ -100,6 +100,7 @@ async def test_a_nameless_tool_call_is_the_models_failure_not_the_providers(tmp_
     assert metrics.total_info["session"]["total_count"] == 5
     session = next(v for v in verdicts if v.session_id == SLOW_SESSION)
     assert session.tasks[0].label == "error"
+    assert "tool call without a function name" in (session.tasks[0].error_reason or "")
     assert not session.provider_error
 
 

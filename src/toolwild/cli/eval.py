@@ -72,7 +72,11 @@ def eval_command(
     ] = 1800.0,
     request_timeout: Annotated[
         float | None,
-        typer.Option(min=0.001, help="Seconds one model request may take before it is retried (default: 60)."),
+        typer.Option(
+            min=0.001,
+            help="Seconds one model request may take end to end, a server's queue included, before it is retried "
+            "(default: 600, the openai SDK's own).",
+        ),
     ] = None,
     max_steps: Annotated[int, typer.Option(min=1, help="Most assistant steps per task.")] = 32,
     temperature: Annotated[float, typer.Option(help="Sampling temperature (recorded).")] = 0.0,

@@ -50,7 +50,9 @@ class ModelAgent:
             raise
         charge_provider(time.monotonic() - started - completion.latency_s)
         calls = [ToolCall(id=c.id, name=c.name, arguments=c.raw) for c in completion.tool_calls]
+        nameless = any(not c.name for c in completion.tool_calls)
         return Step(
+            parse_error="tool call without a function name" if nameless else None,
             content=completion.text,
             tool_calls=calls or None,
             reasoning=completion.reasoning,
