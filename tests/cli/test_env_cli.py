@@ -61,6 +61,13 @@ def test_env_call_exits_1_when_the_tool_answers_with_an_error():
     assert unknown.exit_code == 1 and json.loads(unknown.stdout)["error"]["kind"] == "unknown_tool"
 
 
+def test_an_error_that_quotes_markup_is_printed_as_text_not_a_traceback():
+    result = CliRunner().invoke(app, ["env", "call", "[/x]", "t"])
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "[/x]" in result.output
+
+
 def test_env_call_deeply_nested_args_fail_cleanly():
     result = run("env", "call", "ledger", "list_accounts", "--args", "[" * 100_000 + "]" * 100_000)
     assert result.exit_code == 1 and "nested too deeply" in result.output

@@ -31,6 +31,19 @@ def test_invalid_arguments_never_reach_the_tool():
     assert episode.state() == before
 
 
+def test_a_boolean_is_never_a_number_in_any_python_domain():
+    """pydantic's lax mode reads ``true`` as 1: ``units: true`` used to restock one unit."""
+    episode = get_environment("inventory").reset(seed=1)
+    before = episode.state()
+    item = episode.call("list_items", {}).result[0]
+    for value in (True, False):
+        obs = episode.call("restock", {"item": item, "units": value})
+        assert not obs.ok and obs.error.kind is ToolErrorKind.INVALID_ARGUMENTS
+        assert "units: a boolean is not a number" in obs.error.message
+    assert episode.state() == before
+    assert episode.call("restock", {"item": item, "units": 2}).ok
+
+
 def test_typed_errors_from_preconditions():
     episode = get_environment("inventory").reset(seed=1)
     item = episode.call("list_items", {}).result[0]

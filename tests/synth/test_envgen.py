@@ -281,7 +281,8 @@ async def test_every_stage_asks_for_bounded_json():
     # tools: the checks' structural rules hold by construction (scalar item types, every contract list given)
     draft = seen["ToolDraftList"]["$defs"]["ToolDraft"]
     assert {"preconditions", "postconditions", "error_modes"} <= set(draft["required"])
-    assert all(draft["properties"][k]["minItems"] == 1 for k in ("preconditions", "postconditions", "error_modes"))
+    for key in ("preconditions", "postconditions", "error_modes"):
+        assert (draft["properties"][key]["minItems"], draft["properties"][key]["maxItems"]) == (1, 2)
     field = seen["ToolDraftList"]["$defs"]["FieldSpec"]
     assert "items" in field["required"] and field["properties"]["items"]["enum"] == [
         "string",
@@ -303,7 +304,7 @@ def test_bounds_are_never_looser_than_the_model():
 
     tools = bounded_schema(ToolDraftList.model_json_schema(), top=("tools", 2))
     draft = tools["$defs"]["ToolDraft"]["properties"]
-    assert draft["description"]["maxLength"] == 160  # the model allows 400
+    assert draft["description"]["maxLength"] == 120  # the model allows 400
     assert draft["name"] == ToolDraftList.model_json_schema()["$defs"]["ToolDraft"]["properties"]["name"]  # pattern
     assert draft["parameters"]["maxItems"] == 4 and tools["properties"]["tools"]["maxItems"] == 2
     field = tools["$defs"]["FieldSpec"]["properties"]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from toolwild.core.jsonl import LoadReport
 from toolwild.errors import HarnessError, ToolwildError
@@ -31,10 +32,10 @@ def handled_errors() -> Iterator[None]:
     try:
         yield
     except HarnessError as exc:
-        err_console.print(f"[bold red]harness error:[/] {exc}")
+        err_console.print(f"[bold red]harness error:[/] {escape(str(exc))}")
         raise typer.Exit(3) from None
-    except ToolwildError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
+    except ToolwildError as exc:  # the message may quote input, which must never be read as rich markup
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
         raise typer.Exit(1) from None
 
 

@@ -24,6 +24,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 _ARG_LINE = re.compile(r"^\s{4,}(\w+)(?:\s*\(.*?\))?:\s*(.*)$")
 
 
+def _is_number_schema(schema: Any) -> bool:
+    """True for a parameter declared a JSON number or integer (alone, or in an ``anyOf`` such as ``number | null``)."""
+    if not isinstance(schema, dict):
+        return False
+    if schema.get("type") in ("number", "integer"):
+        return True
+    return any(_is_number_schema(sub) for sub in schema.get("anyOf", []))
+
+
 class ToolFailure(Exception):
     """Raised by a tool to answer with a typed error."""
 
@@ -72,6 +81,7 @@ class Toolkit(Episode):
     """Base class of a Python domain's episode: subclasses hold the state and define ``@tool`` methods."""
 
     _tool_methods: dict[str, Callable[..., Any]]
+    _number_params: dict[str, frozenset[str]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -88,6 +98,14 @@ class Toolkit(Episode):
             cls._arg_models[name] = create_model(
                 f"{cls.__name__}_{name}_args", __config__=ConfigDict(extra="forbid", strict=False), **fields
             )
+        # pydantic's lax mode takes ``true`` as the number 1, so ``amount: true`` would book 1.00 and ``units: true``
+        # restock one unit: no tool means a boolean as a number, so those parameters refuse one before validation
+        cls._number_params = {
+            name: frozenset(
+                p for p, schema in model.model_json_schema().get("properties", {}).items() if _is_number_schema(schema)
+            )
+            for name, model in cls._arg_models.items()
+        }
 
     @classmethod
     def tool_specs(cls) -> list[Tool]:
@@ -128,6 +146,11 @@ class Toolkit(Episode):
             return Observation.failure(ToolErrorKind.UNKNOWN_TOOL, f"no tool {name!r}")
         if not isinstance(arguments, dict):
             return Observation.failure(ToolErrorKind.INVALID_ARGUMENTS, "arguments must be an object")
+        for param in self._number_params[name]:
+            if isinstance(arguments.get(param), bool):
+                return Observation.failure(
+                    ToolErrorKind.INVALID_ARGUMENTS, f"{param}: a boolean is not a number (got {arguments[param]!r})"
+                )
         try:
             parsed = self._arg_models[name].model_validate(arguments)
         except ValidationError as exc:

@@ -51,12 +51,15 @@ _MAX_SEED_RECORDS = 5
 SEMANTIC_MIN = 200
 
 # Bounds laid over every stage's JSON Schema (see :func:`bounded_schema`)
-_TEXT_CAP = 160
+_TEXT_CAP = 120
 """Characters of a free-text string whose model allows more (descriptions, conditions)."""
 _ITEM_CAP = 40
 """Characters of a string the model leaves unbounded (stakeholders, entity types, enum values)."""
 _LIST_CAP = 4
-"""Items of a nested list (parameters, conditions, entity types)."""
+"""Items of a nested list (parameters, returned fields, stakeholders, entity types)."""
+_CONTRACT_CAP = 2
+"""Items of each contract list (preconditions, postconditions, error modes): a looping small model fills every
+slot it is given, and these lists are most of a tool's tokens."""
 
 Progress = Callable[[str], None]
 M = TypeVar("M", bound=BaseModel)
@@ -110,6 +113,8 @@ class SynthResult:
 
 
 _SCALARS = ("string", "integer", "number", "boolean")
+_ID_PATTERN = "^[A-Za-z0-9_-]{1,24}$"
+"""Seed record ids: a free string let a small model write JSON punctuation and newlines into ids."""
 
 # the main list of each stage's reply, capped at the count the stage asks for
 _TOP_LISTS = {"SubdomainList": "subdomains", "FamilyList": "families", "ToolDraftList": "tools"}
@@ -175,7 +180,7 @@ def _tools_schema(count: int) -> dict[str, Any]:
     schema = bounded_schema(ToolDraftList.model_json_schema(), top=("tools", count))
     draft = schema["$defs"]["ToolDraft"]
     for key in ("preconditions", "postconditions", "error_modes"):
-        draft["properties"][key]["minItems"] = 1
+        draft["properties"][key] |= {"minItems": 1, "maxItems": _CONTRACT_CAP}
     draft["required"] = [*draft["required"], "preconditions", "postconditions", "error_modes"]
     field_spec = schema["$defs"]["FieldSpec"]
     field_spec["properties"]["items"] = {"type": "string", "enum": list(_SCALARS)}
@@ -198,7 +203,7 @@ def _seed_schema(types: list[str], tools: list[Tool]) -> dict[str, Any]:
                     fields.setdefault(name, scalar[kind])
     record = {
         "type": "object",
-        "properties": {"id": {"type": "string", "maxLength": 24}, **fields},
+        "properties": {"id": {"type": "string", "pattern": _ID_PATTERN}, **fields},
         "required": ["id"],
         "additionalProperties": False,
     }

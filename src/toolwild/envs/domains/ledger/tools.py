@@ -18,7 +18,6 @@ import tempfile
 import weakref
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from beancount.core import data, inventory
 from beancount.core.number import MISSING
 
 from toolwild.core.tool import Effect
-from toolwild.envs.base import Observation, ToolErrorKind
+from toolwild.envs.base import ToolErrorKind
 from toolwild.envs.domains.ledger.book import ID_KEY, LoadedLedger, load_ledger
 from toolwild.envs.domains.ledger.canonical import canonical_transaction, canonical_transactions, format_number
 from toolwild.envs.domains.ledger.edit import append_block, find_raw, remove_block, render, replace_block
@@ -85,30 +84,6 @@ def _bound(value: float | None, name: str) -> Decimal | None:
             f"{name}: must not be negative (got {value}; a transaction's amount is the total of its positive postings)",
         )
     return number
-
-
-def _is_number_schema(schema: Any) -> bool:
-    """True for a parameter declared a JSON number (alone or as ``number | null``)."""
-    if not isinstance(schema, dict):
-        return False
-    if schema.get("type") in ("number", "integer"):
-        return True
-    return any(_is_number_schema(sub) for sub in schema.get("anyOf", []))
-
-
-def _boolean_as_number(parameters: dict[str, Any], arguments: Any) -> str | None:
-    """The first number-typed argument given a JSON boolean, or None.
-
-    Why here: the toolkit validates with pydantic in lax mode, where ``true`` is a valid float (1.0), so
-    ``amount: true`` would book 1.00. A bookkeeper never means a boolean as money.
-    """
-    if not isinstance(arguments, dict):
-        return None
-    properties = parameters.get("properties", {})
-    for name, value in arguments.items():
-        if isinstance(value, bool) and _is_number_schema(properties.get(name)):
-            return name
-    return None
 
 
 def _date(value: str, name: str, *, kind: ToolErrorKind) -> dt.date:
@@ -211,16 +186,6 @@ class LedgerEpisode(Toolkit):
     def state(self) -> dict[str, Any]:
         """``{"ledger": [...]}``: the transactions in canonical form (layout-independent)."""
         return {"ledger": canonical_transactions(self.ledger().transactions)}
-
-    def call(self, name: str, arguments: dict[str, Any]) -> Observation:
-        """Refuse a boolean where a tool takes a number, then run the call as every toolkit does."""
-        parameters = _parameters().get(name)
-        refused = _boolean_as_number(parameters, arguments) if parameters is not None else None
-        if refused is not None:
-            return Observation.failure(
-                ToolErrorKind.INVALID_ARGUMENTS, f"{refused}: a boolean is not a number (got {arguments[refused]!r})"
-            )
-        return super().call(name, arguments)
 
     # ------------------------------------------------------------------ write machinery
     def _commit(self, new_text: str) -> LoadedLedger:
@@ -625,9 +590,3 @@ class LedgerEpisode(Toolkit):
         arguments = {"transaction_id": transaction_id, "new_account": new_account}
         self._record("recategorize", arguments, txn_id, changed=old[0] != target)
         return {"id": txn_id, "old_account": old[0], "new_account": target, "transaction": self._current(txn_id)}
-
-
-@cache
-def _parameters() -> dict[str, dict[str, Any]]:
-    """Tool name -> parameter schema, as the agent sees it (computed once: the tools never change)."""
-    return {spec.name: spec.parameters for spec in LedgerEpisode.tool_specs()}
