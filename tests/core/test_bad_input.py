@@ -432,3 +432,24 @@ def test_a_session_without_id_keeps_its_id_when_written_at_another_line(tmp_path
     assert [s.id for s in suite.sessions] == ["wild_tool_bench_1"]
     write_wtb_suite(suite, tmp_path / "back.jsonl")
     assert [s.id for s in load_wtb_suite(tmp_path / "back.jsonl")[0].sessions] == ["wild_tool_bench_1"]
+
+
+def test_a_suite_tool_whose_parameters_are_not_json_schema_is_refused_on_load(tmp_path):
+    """``"required": [["seats"]]`` loaded, then crashed the scorer's schema check (``unhashable type: 'list'``) in
+    validate and in every scored run."""
+    record = session_to_wtb(small_session())
+    record["english_tools"][0]["function"]["parameters"]["required"] = [["seats"]]
+    path = tmp_path / "suite.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    with pytest.raises(DataError, match="not valid JSON Schema") as info:
+        load_wtb_suite(path)
+    assert info.value.field == "english_tools[0].function.parameters" and info.value.line == 1
+
+
+def test_validate_prints_input_text_that_looks_like_markup_verbatim(tmp_path):
+    """A session id ``[/]`` in a problem line was read as a closing markup tag: a MarkupError traceback."""
+    record = session_to_wtb(small_session("[/]"))
+    path = tmp_path / "suite.jsonl"
+    path.write_text(json.dumps(record) + "\n" + json.dumps(record) + "\n")
+    result = run_cli("validate", path)
+    assert_clean_failure(result, "duplicate session id '[/]'")

@@ -331,3 +331,26 @@ async def test_a_repeated_field_name_is_kept_once_not_sent_to_repair():
     assert only.parameters["required"] == ["order_id"]
     assert only.parameters["properties"]["order_id"]["description"] == "The order."  # the first one
     assert result.repaired == 0 and designer.repair_requests == [] and not result.dropped
+
+
+@pytest.mark.anyio
+async def test_the_same_tool_from_two_families_is_kept_once():
+    """Two families that get the same tools (a small model answers alike) give each tool twice under one source id:
+    the duplicate is dropped and the first kept (removing by key used to drop both, leaving no environment)."""
+    designer = Designer()
+
+    def model(request: ChatRequest) -> str:
+        if request.response_format.get("title") == "FamilyList":
+            same = {"name": "Status checks", "description": "Check an order."}
+            return json.dumps({"families": [same, {**same, "name": "Order checks"}]})
+        if request.response_format.get("title") == "ToolDraftList":
+            return json.dumps({"tools": [tool("get_order"), tool("get_order_again")]})
+        return designer(request)
+
+    config = SynthConfig(subdomains_per_field=1, families_per_subdomain=2, tools_per_family=2, max_repairs=1)
+    result = await synth_environments(LLM(ScriptedBackend(model)), ["ecommerce"], config)
+    (env,) = result.environments
+    assert [t.name for t in env.tools] == ["get_order", "get_order_again"]
+    assert [t.extra["family"] for t in env.tools] == ["Status checks", "Status checks"]
+    assert result.generated == 4 and dict(result.dropped) == {"dedup": 2}
+    assert all(d["reasons"][0].startswith("same-name-in-field of ") for d in result.drops)

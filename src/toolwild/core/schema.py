@@ -23,7 +23,14 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-__all__ = ["example_value", "normalize_schema", "published_types", "schema_defect", "schema_errors"]
+__all__ = [
+    "cached_schema_defect",
+    "example_value",
+    "normalize_schema",
+    "published_types",
+    "schema_defect",
+    "schema_errors",
+]
 
 _TYPE_ALIASES = {"float": "number", "double": "number", "int": "integer", "bool": "boolean", "str": "string"}
 _JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object", "null"})
@@ -136,6 +143,13 @@ def _unresolvable_ref(schema: dict[str, Any]) -> str | None:
                 return f"{path}.$ref: {ref!r} cannot be resolved (only references within the schema are allowed)"
         stack.extend((v, f"{path}.{k}", resolver) for k, v in node.items() if k not in _NOT_SUBSCHEMAS)
     return None
+
+
+@lru_cache(maxsize=8192)
+def cached_schema_defect(schema_text: str) -> str | None:
+    """:func:`schema_defect` of a parameter schema given as canonical JSON text, remembered: a suite repeats the
+    same tools in session after session, and a check costs about a millisecond."""
+    return schema_defect(json.loads(schema_text))
 
 
 def schema_defect(schema: Any, *, object_type: bool = True) -> str | None:

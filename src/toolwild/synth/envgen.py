@@ -29,7 +29,7 @@ from toolwild.errors import StructuredOutputError
 from toolwild.llm.client import LLM
 from toolwild.llm.structured import InvalidReply, generate_checked
 from toolwild.synth.checks import CheckKind, contract_problems, dependency_problems, schema_problems
-from toolwild.synth.dedup import Dropped, exact_dedup, tool_key
+from toolwild.synth.dedup import DedupReport, exact_dedup, tool_key
 from toolwild.synth.models import (
     FamilyList,
     FieldSpec,
@@ -435,16 +435,22 @@ def _tool_json(tool: Tool) -> str:
     ]
 
 
-def _remove(run: _Run, environments: list[Environment], dropped: list[Dropped]) -> None:
-    """Take dedup drops out of the environments, each recorded with the tool it duplicates."""
-    by_key = {d.key: d for d in dropped}
+def _remove(run: _Run, environments: list[Environment], report: DedupReport) -> None:
+    """Take dedup drops out of the environments, each recorded with the tool it duplicates.
+
+    Tools are matched by identity, not key: a duplicate can share its key with the tool it duplicates (a subdomain
+    whose two families got the same tool has it twice under one source id), and removing by key then removed the
+    kept tool too, leaving the subdomain empty.
+    """
+    kept = {id(t) for t in report.kept}
+    by_key = {d.key: d for d in report.dropped}
     for env in environments:
         for tool in env.tools:
-            d = by_key.get(tool_key(tool))
-            if d is not None:
+            if id(tool) not in kept:
+                d = by_key[tool_key(tool)]
                 cosine = f" (cosine {d.similarity})" if d.similarity is not None else ""
                 run.drop(tool, "dedup", [f"{d.reason.value} of {d.duplicate_of}{cosine}"])
-        env.tools = [t for t in env.tools if tool_key(t) not in by_key]
+        env.tools = [t for t in env.tools if id(t) in kept]
 
 
 def _semantic_pass(run: _Run, environments: list[Environment]) -> None:
@@ -462,7 +468,7 @@ def _semantic_pass(run: _Run, environments: list[Environment]) -> None:
     run.progress("semantic dedup")
     vectors = TokenEmbedder().fit_embed_texts([embedding_text(t) for t in tools])
     report = semantic_dedup(tools, vectors, tau=run.config.tau)
-    _remove(run, environments, report.dropped)
+    _remove(run, environments, report)
 
 
 async def synth_environments(
@@ -474,7 +480,7 @@ async def synth_environments(
     for field_name in fields:
         environments += await run.field(field_name)
     report = exact_dedup([t for e in environments for t in e.tools])
-    _remove(run, environments, report.dropped)
+    _remove(run, environments, report)
     _semantic_pass(run, environments)
     if run.config.audit_threshold is not None:
         from toolwild.synth.audit import audit_environment

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from toolwild.core.schema import cached_schema_defect
 from toolwild.core.tool import Tool
 from toolwild.errors import DataError
 
@@ -14,7 +15,12 @@ _FUNCTION_KEYS = ("name", "description", "parameters")
 
 
 def from_openai_tool(obj: Any, *, field: str = "tool") -> Tool:
-    """Read one OpenAI function tool; unknown keys are kept in ``Tool.extra`` so writing it back loses nothing."""
+    """Read one OpenAI function tool; unknown keys are kept in ``Tool.extra`` so writing it back loses nothing.
+
+    Raises:
+        DataError: not a function tool, or its parameters are not a JSON Schema of an object (published ``float``
+            read as ``number``; see :func:`~toolwild.core.schema.schema_defect`), field named.
+    """
     if not isinstance(obj, dict):
         raise DataError("expected an object", field=field)
     fn = obj.get("function")
@@ -26,6 +32,9 @@ def from_openai_tool(obj: Any, *, field: str = "tool") -> Tool:
     params = fn.get("parameters", {"type": "object", "properties": {}})
     if not isinstance(params, dict):
         raise DataError("parameters must be an object", field=f"{field}.function.parameters")
+    problem = cached_schema_defect(json.dumps(params, sort_keys=True))
+    if problem is not None:  # the scorer and the environments read these schemas: they must be JSON Schema
+        raise DataError(problem, field=f"{field}.function.parameters")
     description = fn.get("description", "")
     if not isinstance(description, str):
         raise DataError("description must be a string", field=f"{field}.function.description")
