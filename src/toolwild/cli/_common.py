@@ -60,7 +60,7 @@ def report_skipped(report: LoadReport, *, limit: int = 10) -> None:
         return
     err_console.print(f"[yellow]skipped {report.skipped_count} invalid record(s) in {report.path}:[/]")
     for exc in report.skipped[:limit]:
-        err_console.print(f"  [yellow]•[/] {exc}")
+        err_console.print(f"  [yellow]•[/] {escape(str(exc))}")
     if report.skipped_count > limit:
         err_console.print(f"  … and {report.skipped_count - limit} more")
 

