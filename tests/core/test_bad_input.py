@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from toolwild.core.environment import Environment, Recording
 from toolwild.core.files import MAX_LINE_BYTES, contained_path, iter_text_lines, read_text_file, safe_filename
 from toolwild.core.formats.environment import load_environment, write_environment
 from toolwild.core.formats.results import load_trajectories
-from toolwild.core.formats.synthtools_envs import load_synthtools_meta
+from toolwild.core.formats.synthtools_envs import load_synthtools_meta, parse_environment_yml
 from toolwild.core.formats.wtb import load_wtb_suite, session_to_wtb, write_wtb_suite
 from toolwild.core.formats.wtb_result import load_wtb_results
 from toolwild.core.jsonl import MAX_JSON_DEPTH, parse_json, read_jsonl
@@ -421,7 +422,7 @@ def test_a_torn_multibyte_character_costs_its_line_only(tmp_path):
     assert len(loaded) == 1 and report.skipped[0].line == 2
 
 
-# ------------------------------------------------------------------------------------ found by the fuzzer
+# ------------------------------------------------------------------------ found by the fuzzer, and on the way
 def test_a_session_without_id_keeps_its_id_when_written_at_another_line(tmp_path):
     """Its id comes from its line (``wild_tool_bench_<index>``); once an invalid line before it is skipped, writing
     the suite back moved it up a line and silently renamed it."""
@@ -453,3 +454,13 @@ def test_validate_prints_input_text_that_looks_like_markup_verbatim(tmp_path):
     path.write_text(json.dumps(record) + "\n" + json.dumps(record) + "\n")
     result = run_cli("validate", path)
     assert_clean_failure(result, "duplicate session id '[/]'")
+
+
+def test_deeply_nested_yaml_seed_data_is_refused_at_once():
+    """PyYAML spent seconds on a few thousand nested brackets before failing (3.6 s for 5,000 in the fuzzer)."""
+    text = "tool_set_yml: |\n  data: " + "[" * 5000 + "]" * 5000 + "\n"
+    started = time.perf_counter()
+    with pytest.raises(DataError, match="YAML nested deeper than 100 levels"):
+        parse_environment_yml(text, file="x.environment.yml")
+    assert time.perf_counter() - started < 0.5
+    assert parse_environment_yml("tool_set_yml: |\n  data: {a: [[1]]}\n")[1] == {"a": [[1]]}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -289,9 +290,19 @@ def jsonl(seeds: list[Any]) -> st.SearchStrategy[bytes]:
 ACCEPTED = (DataError,)
 
 
+_SCRATCH = tempfile.TemporaryDirectory(prefix="toolwild-loaders-fuzz-")
+"""One folder for the whole run, emptied before each case (thousands of cases must not leave thousands of folders)."""
+
+
+def _fresh_dir() -> Path:
+    folder = Path(_SCRATCH.name) / "case"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    return folder
+
+
 def _file(name: str, raw: bytes) -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="fuzz-"))
-    path = folder / name
+    path = _fresh_dir() / name
     path.write_bytes(raw)
     return path
 
@@ -375,7 +386,7 @@ def check_synthtools_spec(raw: bytes) -> None:
 
 def check_synthtools_meta(raw: bytes) -> None:
     """A release's ``tool_list.json`` and a ``task_meta/*.environment.yml`` (the same bytes in both)."""
-    base = Path(tempfile.mkdtemp(prefix="fuzz-")) / "tool_content"
+    base = _fresh_dir() / "tool_content"
     (base / "tool_json").mkdir(parents=True)
     (base / "task_meta").mkdir()
     (base / "tool_list.json").write_bytes(raw)

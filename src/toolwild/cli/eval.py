@@ -158,7 +158,7 @@ def eval_command(
         suite, report = load_wtb_suite(config.suite, skip_invalid=skip_invalid)
         report_skipped(report)
         live_url = base_url if base_url is not None else config.base_url
-        agent_obj, llm = build_agent(config.model_copy(update={"base_url": live_url}), run_dir)
+        agent_obj, llm = build_agent(config.model_copy(update={"base_url": live_url}), run_dir, suite=suite)
         simulator = build_simulator(config.model_copy(update={"base_url": live_url}), run_dir, llm)
 
         with progress_bar("[bold]sessions", status="status") as progress:

@@ -123,7 +123,7 @@ def envs(
     """
     from toolwild.cli._common import run_async
     from toolwild.core.files import write_json
-    from toolwild.core.formats.environment import ENV_SUFFIX, write_environment
+    from toolwild.core.formats.environment import write_environment_in
     from toolwild.synth.envgen import SynthConfig, synth_environments
 
     names = [f.strip() for f in fields.split(",") if f.strip()]
@@ -155,8 +155,8 @@ def envs(
                 await llm.aclose()
 
         result = run_async(go())
-        for env in result.environments:
-            write_environment(env, out / f"{env.id}{ENV_SUFFIX}")
+        for env in result.environments:  # ids come from the model: file names made safe, kept inside --out
+            write_environment_in(out, env)
         summary = {
             "fields": names,
             "environments": len(result.environments),

@@ -266,7 +266,7 @@ async def run_suite(
     for sid, traj in done.items():
         session = suite.session(sid)
         assert session is not None
-        account(_score(session, traj, config.mode), traj)
+        account(_score(session, traj, config.mode, Path(config.suite).parent), traj)
         progress.skipped += 1
     # Longest sessions first (by gold steps): with N sessions at once, a long one started last would leave the
     # other slots idle while it finishes.
@@ -286,7 +286,7 @@ async def run_suite(
             if traj.status is TrajectoryStatus.HARNESS_ERROR:
                 halted.append(session.id)
             append_trajectory(handle, traj)
-            account(_score(session, traj, config.mode), traj)
+            account(_score(session, traj, config.mode, Path(config.suite).parent), traj)
 
         await asyncio.gather(*(worker(s) for s in todo))
     out = []
@@ -299,9 +299,9 @@ async def run_suite(
     return out
 
 
-def _score(session: Session, traj: Trajectory, mode: ScoringMode) -> SessionVerdict:
+def _score(session: Session, traj: Trajectory, mode: ScoringMode, base_dir: Path) -> SessionVerdict:
     """Score one session; a scorer that raises is a toolwild bug, and says which session set it off."""
     try:
-        return score_session(session, traj, mode=mode)
+        return score_session(session, traj, mode=mode, base_dir=base_dir)
     except Exception as exc:
         raise HarnessError(f"scoring session {session.id!r} failed: {type(exc).__name__}: {exc}") from exc

@@ -13,7 +13,9 @@ Each becomes a model-simulated environment holding:
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import tarfile
 from collections import defaultdict
 from collections.abc import Iterator
@@ -24,7 +26,7 @@ import yaml
 
 from toolwild.core.environment import BackendKind, Environment
 from toolwild.core.files import decode_text
-from toolwild.core.jsonl import parse_json
+from toolwild.core.jsonl import MAX_JSON_DEPTH, parse_json
 from toolwild.core.tool import Tool
 from toolwild.errors import DataError
 
@@ -53,12 +55,27 @@ def _jsonable(value: Any, file: str) -> Any:
     return parse_json(text, file=file)
 
 
+_NOT_FLOW_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def _flow_depth(text: str) -> int:
+    """The deepest nesting of YAML flow brackets (``[``/``{``), counted on the bare brackets: an upper bound when a
+    quoted string holds one, which is harmless. Why: PyYAML takes seconds on a few thousand nested brackets before it
+    fails, and a release's file should not stall an import."""
+    skeleton = _NOT_FLOW_BRACKET.sub("", text)
+    if len(skeleton) <= MAX_JSON_DEPTH:
+        return len(skeleton)
+    return max(itertools.accumulate(1 if c in "[{" else -1 for c in skeleton))
+
+
 def parse_environment_yml(text: str, *, file: str = "") -> tuple[dict[str, Any], dict[str, Any]]:
     """``(metadata, seed data)`` of one ``*.environment.yml``.
 
     Raises:
         DataError: the file is not YAML, or its ``tool_set_yml`` holds neither shape.
     """
+    if _flow_depth(text) > MAX_JSON_DEPTH:
+        raise DataError(f"YAML nested deeper than {MAX_JSON_DEPTH} levels", file=file)
     try:
         outer = yaml.safe_load(text)
     except yaml.YAMLError as exc:

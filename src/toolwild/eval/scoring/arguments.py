@@ -94,7 +94,7 @@ def _check_node(value: Any, schema: dict[str, Any], path: str) -> str | None:
         return ErrorCode.ENUM if top else ErrorCode.NESTED_ENUM
     if isinstance(value, dict):
         props = schema.get("properties", {}) or {}
-        required = set(schema.get("required", []) or [])
+        required = {r for r in schema.get("required", []) or [] if isinstance(r, str)}
         if required - set(value):
             return ErrorCode.MISSING if top else ErrorCode.NESTED_MISSING
         for key, sub_value in value.items():
