@@ -137,7 +137,7 @@ def test_an_unreadable_run_config_fails_cleanly(tmp_path, suite_file):
     run_dir = make_run(tmp_path, suite_file)
     (run_dir / "config.json").write_bytes(b"\xff\xfe not json")
     result = run("score", run_dir)
-    assert result.exit_code == 1 and "is not a valid run config" in result.text
+    assert result.exit_code == 1 and "config.json: not UTF-8 text" in result.text.replace("\n", "")
     assert "Traceback" not in result.text
 
 

@@ -167,6 +167,9 @@ def test_an_environment_that_raises_is_a_harness_error_and_the_run_exits_non_zer
     # the broken sessions are not scored as the agent's failures
     scored = metrics["total_info"]["session"]["total_count"]
     assert scored + len(harness) == 4
+    # re-scoring the run says the same: incomplete, exit 3
+    rescored = CliRunner().invoke(app, ["score", str(tmp_path / "r")])
+    assert rescored.exit_code == 3 and "INCOMPLETE" in rescored.output
     # a resumed run (environment fixed) redoes exactly the harness-error sessions
     monkeypatch.setattr(Toolkit, "call", original)
     resumed = CliRunner().invoke(app, ["eval", "--resume", str(tmp_path / "r")])

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import typer
 from rich.console import Console
@@ -18,6 +18,7 @@ from toolwild.errors import HarnessError, ToolwildError
 if TYPE_CHECKING:
     from rich.progress import Progress
 
+    from toolwild.core.verdict import SessionVerdict
     from toolwild.llm.client import LLM
 
 T = TypeVar("T")
@@ -37,6 +38,31 @@ def handled_errors() -> Iterator[None]:
     except ToolwildError as exc:  # the message may quote input, which must never be read as rich markup
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}")
         raise typer.Exit(1) from None
+
+
+EXIT_HARNESS_ERRORS = 3
+"""Exit code of a command whose figures are incomplete: sessions ended by a harness error."""
+EXIT_PROVIDER_ERRORS = 4
+"""Exit code of a command where more than half of the sessions were lost to provider errors."""
+
+
+def outcome_exit_code(verdicts: Sequence[SessionVerdict], *, resume_hint: Path | Literal[False] | None = None) -> int:
+    """0 when the figures stand; 3 with harness errors, 4 when most sessions were lost to the provider (each with a
+    line on stderr, and how to continue a run when ``resume_hint`` names its directory)."""
+    harness = sum(v.harness_error is not None for v in verdicts)
+    provider = sum(v.provider_error for v in verdicts)
+    then = f" Then: toolwild eval --resume {resume_hint}" if resume_hint else ""
+    if harness:
+        err_console.print(
+            f"[bold red]error:[/] {harness} session(s) ended by a harness error: the figures are incomplete.{then}"
+        )
+        return EXIT_HARNESS_ERRORS
+    if verdicts and provider * 2 > len(verdicts):
+        err_console.print(
+            f"[bold red]error:[/] {provider} of {len(verdicts)} session(s) lost to provider errors.{then}"
+        )
+        return EXIT_PROVIDER_ERRORS
+    return 0
 
 
 def progress_bar(label: str, *, status: str | None = None, to: Console | None = None) -> Progress:

@@ -8,10 +8,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from toolwild.cli._common import console, err_console, handled_errors, progress_bar, report_skipped, run_async
+from toolwild.cli._common import (
+    console,
+    err_console,
+    handled_errors,
+    outcome_exit_code,
+    progress_bar,
+    report_skipped,
+    run_async,
+)
 from toolwild.core.files import write_json
 from toolwild.core.formats.wtb import load_wtb_suite, write_wtb_suite
-from toolwild.core.verdict import ScoringMode, SessionVerdict
+from toolwild.core.verdict import ScoringMode
 from toolwild.errors import ConfigError
 from toolwild.eval.build import AGENT_FORMS, build_agent, build_simulator
 from toolwild.eval.metrics.accuracy import compute_metrics
@@ -214,32 +222,7 @@ def eval_command(
     console.print(f"run directory: {run_dir}")
     if export_wtb_result is not None:
         console.print(f"published-format results: {export_wtb_result}")
-    raise typer.Exit(outcome_exit_code(verdicts, run_dir))
-
-
-EXIT_HARNESS_ERRORS = 3
-"""Exit code of a run with harness errors: its figures are incomplete."""
-EXIT_PROVIDER_ERRORS = 4
-"""Exit code of a run where most sessions were lost to the provider."""
-
-
-def outcome_exit_code(verdicts: list[SessionVerdict], run_dir: Path) -> int:
-    """0 for a run whose figures stand; non-zero (with a line on stderr) when they do not."""
-    harness = sum(v.harness_error is not None for v in verdicts)
-    provider = sum(v.provider_error for v in verdicts)
-    if harness:
-        err_console.print(
-            f"[bold red]error:[/] {harness} session(s) ended by a harness error: the figures are incomplete. "
-            f"Fix the cause, then: toolwild eval --resume {run_dir}"
-        )
-        return EXIT_HARNESS_ERRORS
-    if verdicts and provider * 2 > len(verdicts):
-        err_console.print(
-            f"[bold red]error:[/] {provider} of {len(verdicts)} session(s) lost to provider errors. "
-            f"When the provider is back: toolwild eval --resume {run_dir}"
-        )
-        return EXIT_PROVIDER_ERRORS
-    return 0
+    raise typer.Exit(outcome_exit_code(verdicts, resume_hint=run_dir))
 
 
 def _resume_config(run_dir: Path, base_url: str | None) -> RunConfig:

@@ -7,16 +7,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
 
-from toolwild.cli._common import console, err_console, handled_errors, report_skipped
+from toolwild.cli._common import console, err_console, handled_errors, outcome_exit_code, report_skipped
 from toolwild.core.formats.results import load_trajectories
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.session import Suite
 from toolwild.core.verdict import ScoringMode
 from toolwild.errors import ConfigError, ScoringError
 from toolwild.eval.metrics.accuracy import compute_metrics
-from toolwild.eval.runner import RunConfig, load_run_trajectories
+from toolwild.eval.runner import RunConfig, load_run_config, load_run_trajectories
 from toolwild.eval.scoring.session import score_suite
 from toolwild.report.scoreboard import render_scoreboard
 
@@ -62,7 +61,7 @@ def score(
         run_config: RunConfig | None = None
         carried: dict[str, Any] = {}
         if results.is_dir():
-            run_config = _read_run_config(results)
+            run_config = load_run_config(results)
             suite_path = suite_path or Path(run_config.suite)
             mode = mode or run_config.mode
             out = _run_metrics_out(results, run_config.mode, mode, out)
@@ -98,17 +97,7 @@ def score(
             for v in session_verdicts:
                 fh.write(json.dumps(v.model_dump(mode="json"), ensure_ascii=False) + "\n")
         console.print(f"verdicts written to {verdicts}")
-
-
-def _read_run_config(run_dir: Path) -> RunConfig:
-    """The run's config.json, or a ConfigError saying why it cannot be used."""
-    config_path = run_dir / "config.json"
-    if not config_path.is_file():
-        raise ConfigError(f"{run_dir} is not a run directory (no config.json)")
-    try:
-        return RunConfig.model_validate_json(config_path.read_bytes())
-    except ValidationError as exc:
-        raise ConfigError(f"{config_path} is not a valid run config: {exc.errors()[0]['msg']}") from None
+    raise typer.Exit(outcome_exit_code(session_verdicts, resume_hint=run_config is not None and results))
 
 
 def _run_metrics_out(run_dir: Path, run_mode: ScoringMode, mode: ScoringMode, out: Path | None) -> Path:
