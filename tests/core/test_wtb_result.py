@@ -344,7 +344,7 @@ def test_inference_error_string_counts_as_four_failed_tasks(suite, mode):
 
     verdict = score_session(suite.session("wild_tool_bench_0"), traj, mode=mode)
     assert verdict.inference_error == "some error"
-    assert not verdict.infra_error
+    assert not verdict.provider_error
     assert len(verdict.tasks) == 4
     assert labels(verdict) == ["error"] * 4
     assert all(t.error_class is ErrorClass.INFERENCE_FAILED for t in verdict.tasks)
@@ -430,7 +430,7 @@ def own_trajectory() -> Trajectory:
 def test_load_trajectories_reads_our_own_jsonl(tmp_path):
     trajs = [
         own_trajectory(),
-        Trajectory(session_id="wild_tool_bench_2", status=TrajectoryStatus.INFRA_ERROR, error="provider down"),
+        Trajectory(session_id="wild_tool_bench_2", status=TrajectoryStatus.PROVIDER_ERROR, error="provider down"),
     ]
     path = tmp_path / "trajectories.jsonl"
     with path.open("w", encoding="utf-8") as fh:

@@ -134,7 +134,6 @@ class TrajectoryStatus(StrEnum):
     """The provider failed or timed out after retries: listed apart, excluded from accuracy unless asked."""
     HARNESS_ERROR = "harness_error"
     """A toolwild or environment bug: listed, left out of the figures, and the run exits non-zero."""
-    INFRA_ERROR = "provider_error"  # the former name of PROVIDER_ERROR (an alias), kept for callers
 
 
 class Trajectory(BaseModel):

@@ -148,11 +148,6 @@ class SessionVerdict(BaseModel):
     tasks: list[TaskVerdict]
 
     @property
-    def infra_error(self) -> bool:
-        """Former name of :attr:`provider_error`."""
-        return self.provider_error
-
-    @property
     def excluded(self) -> bool:
         """Not a result of the agent: a provider error or a harness error."""
         return self.provider_error or self.harness_error is not None

@@ -23,7 +23,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from toolwild.core.files import write_text_atomic
 from toolwild.core.formats.results import append_trajectory
-from toolwild.core.jsonl import read_jsonl
+from toolwild.core.jsonl import read_jsonl, validation_to_data_error
 from toolwild.core.session import Session, Suite
 from toolwild.core.trajectory import Trajectory, TrajectoryStatus
 from toolwild.core.verdict import ScoringMode, SessionVerdict
@@ -112,9 +112,7 @@ def load_run_config(run_dir: Path) -> RunConfig:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err.get("loc", ())) or "(file)"
-        raise ConfigError(f"{path}: not a run config: field {where!r}: {err.get('msg')}") from None
+        raise ConfigError(f"{path}: not a run config: {validation_to_data_error(exc)}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
@@ -146,8 +144,8 @@ def load_run_trajectories(run_dir: Path, *, repair: bool = False, suite: Suite |
         except (DataError, ValidationError) as exc:
             if last:  # a write cut short by a kill: the session simply was not finished
                 continue
-            detail = exc.message if isinstance(exc, DataError) else _first_error(exc)
-            raise DataError(f"not a trajectory: {detail}", file=path, line=number) from None
+            error = exc if isinstance(exc, DataError) else validation_to_data_error(exc)
+            raise DataError(f"not a trajectory: {error}", file=path, line=number) from None
         if suite is not None:
             session = suite.session(traj.session_id)
             if session is None:
@@ -167,12 +165,6 @@ def load_run_trajectories(run_dir: Path, *, repair: bool = False, suite: Suite |
         write_text_atomic(path, "".join(lines))
         return list(final.values())
     return list(kept.values())
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err.get("loc", ()))
-    return f"field {loc!r}: {err.get('msg')}" if loc else str(err.get("msg"))
 
 
 async def _run_one(session: Session, agent: Agent, config: RunConfig, simulator: LLM | None) -> Trajectory:

@@ -23,7 +23,7 @@ def api_parameters(session: Session) -> dict[str, dict[str, Any]]:
     return {t["function"]["name"]: t["function"].get("parameters", {}) for t in to_openai_tools_for_api(session.tools)}
 
 
-def failed_session(session: Session, mode: ScoringMode, reason: str, *, infra: bool = False) -> SessionVerdict:
+def failed_session(session: Session, mode: ScoringMode, reason: str, *, provider: bool = False) -> SessionVerdict:
     """A session whose inference failed: every task counts as failed (the published scorer crashes here)."""
     tasks = [
         TaskVerdict(
@@ -47,7 +47,7 @@ def failed_session(session: Session, mode: ScoringMode, reason: str, *, infra: b
         session_id=session.id,
         mode=mode,
         inference_error=reason,
-        infra_error=infra,
+        provider_error=provider,
         transitions=session.transitions,
         tasks=tasks,
     )
@@ -72,7 +72,7 @@ def score_session(
             session,
             mode,
             trajectory.error or trajectory.status.value,
-            infra=trajectory.status is TrajectoryStatus.PROVIDER_ERROR,
+            provider=trajectory.status is TrajectoryStatus.PROVIDER_ERROR,
         )
         if trajectory.status is TrajectoryStatus.HARNESS_ERROR:
             verdict.harness_error = trajectory.error or "harness error"
