@@ -1,0 +1,265 @@
+"""The unit log: an append-only JSONL file of finished units, readable back in output order.
+
+Layout: a header line naming the job and the fingerprint of what the run is (its configuration and inputs), then
+one line per finished unit, appended and flushed the moment the unit finishes (in completion order), then an
+``end`` line once the job's outputs are written. A unit that failed (a provider that kept failing) is logged as
+``failed`` and run again by a resumed run; a later line for the same key replaces an earlier one.
+
+Why offsets and not a copy in memory: a job of 100,000 sessions must not hold them. Opening the log records, per
+key, where its line starts; :meth:`UnitLog.records` reads the results back one at a time, sorted by their place in
+the output, so the final file is the same whatever order the units finished in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from toolwild.core.files import decode_text
+from toolwild.core.jsonl import parse_json, validation_to_data_error
+from toolwild.errors import ConfigError, DataError
+
+__all__ = ["UnitLog", "UnitRecord", "UnitStatus"]
+
+_KIND = "toolwild-unit-log"
+_VERSION = 1
+
+
+class UnitStatus(StrEnum):
+    """``done``: the unit's result is final. ``failed``: it could not run (redone by a resumed run)."""
+
+    DONE = "done"
+    FAILED = "failed"
+
+
+class UnitRecord(BaseModel):
+    """One finished unit, as logged."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    order: int
+    status: UnitStatus
+    result: Any = None
+    error: str | None = None
+    """Why a failed unit failed (a provider error after retries, say)."""
+
+
+class _Header(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["toolwild-unit-log"]
+    format_version: int
+    job: str
+    fingerprint: str
+    identity: dict[str, Any]
+
+
+class _End(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    end: Literal[True]
+
+
+@dataclass
+class _Entry:
+    order: int
+    offset: int
+    status: UnitStatus
+
+
+class UnitLog:
+    """An open unit log (see the module docstring). Use :meth:`start` or :meth:`resume`, then :meth:`append`."""
+
+    def __init__(self, path: Path, handle: IO[bytes], entries: dict[str, _Entry], *, complete: bool) -> None:
+        self.path = path
+        self._handle = handle
+        self._entries = entries
+        self.complete = complete
+        """Whether the job that wrote the log finished (its outputs were written)."""
+
+    # -------------------------------------------------------------------------------------------- opening
+    @classmethod
+    def start(cls, path: str | Path, *, job: str, fingerprint: str, identity: dict[str, Any]) -> UnitLog:
+        """A new, empty log for a run (an existing log of a finished run is replaced).
+
+        Raises:
+            ConfigError: the path holds the log of an unfinished run: it is never thrown away silently.
+        """
+        p = Path(path)
+        if p.exists() and p.stat().st_size:
+            try:
+                previous = cls.resume(p, job=job, fingerprint=None, identity=identity)
+            except (ConfigError, DataError) as exc:
+                raise ConfigError(
+                    f"{p} exists and is not a finished {job} log ({exc}): remove it or write elsewhere"
+                ) from None
+            if not previous.complete:
+                done = len(previous.done_keys())
+                previous.close()
+                raise ConfigError(
+                    f"{p} holds an unfinished run ({done} unit(s) finished): continue it with --resume, or remove "
+                    "the file to start over"
+                )
+            previous.close()
+        p.parent.mkdir(parents=True, exist_ok=True)
+        handle = p.open("wb")
+        header = _Header(kind=_KIND, format_version=_VERSION, job=job, fingerprint=fingerprint, identity=identity)
+        handle.write(_line(header.model_dump(mode="json")))
+        handle.flush()
+        return cls(p, handle, {}, complete=False)
+
+    @classmethod
+    def resume(
+        cls, path: str | Path, *, job: str, fingerprint: str | None, identity: dict[str, Any] | None = None
+    ) -> UnitLog:
+        """Open a run's log to continue it: a torn last line (a kill mid-write) is cut off, everything else kept.
+
+        Args:
+            path: the log.
+            job: the job that must have written it.
+            fingerprint: the run's fingerprint; another one means the log is another run's (None: not checked).
+            identity: the run's identity, to name what differs when the fingerprints disagree.
+
+        Raises:
+            ConfigError: no log there, or the log of another job or run (naming what differs).
+            DataError: a line that is not a unit record (file, line and field named), other than a torn last one.
+        """
+        p = Path(path)
+        if not p.exists():
+            raise ConfigError(f"nothing to resume: {p} does not exist (start the run without --resume)")
+        entries: dict[str, _Entry] = {}
+        complete = False
+        header: _Header | None = None
+        handle = p.open("r+b")
+        try:
+            offset = 0
+            number = 0
+            cut: int | None = None
+            while True:
+                raw = handle.readline()
+                if not raw:
+                    break
+                number += 1
+                start, offset = offset, offset + len(raw)
+                torn = not raw.endswith(b"\n")
+                try:
+                    obj = parse_json(decode_text(raw.rstrip(b"\n"), file=p, line=number), file=p, line=number)
+                    if header is None:
+                        header = _header(obj, p)
+                        continue
+                    if isinstance(obj, dict) and "end" in obj:
+                        _End.model_validate(obj)
+                        complete = True
+                        continue
+                    record = UnitRecord.model_validate(obj)
+                except (DataError, ValidationError) as exc:
+                    if torn and header is not None:  # a write cut short by a kill: that unit did not finish
+                        cut = start
+                        break
+                    error = exc if isinstance(exc, DataError) else validation_to_data_error(exc)
+                    raise DataError(
+                        f"not a unit log record: {error.message}", file=p, line=number, field=error.field
+                    ) from None
+                if torn:
+                    cut = start  # a whole record but no newline: dropped (the unit is redone) so appends start cleanly
+                    break
+                entries[record.key] = _Entry(record.order, start, record.status)
+                complete = False
+            if header is None:
+                raise DataError("empty unit log (no header line)", file=p, line=1)
+            if header.job != job:
+                raise ConfigError(f"{p} is the log of a {header.job!r} run, not of {job!r}")
+            if fingerprint is not None and header.fingerprint != fingerprint:
+                raise ConfigError(f"{p} belongs to another run: {_difference(header.identity, identity)}")
+            if cut is not None:
+                handle.truncate(cut)
+                complete = False
+            handle.seek(0, os.SEEK_END)
+        except BaseException:
+            handle.close()
+            raise
+        return cls(p, handle, entries, complete=complete)
+
+    # -------------------------------------------------------------------------------------------- writing
+    def append(self, record: UnitRecord) -> None:
+        """Log one finished unit, flushed at once (a killed run keeps it)."""
+        self._handle.seek(0, os.SEEK_END)
+        offset = self._handle.tell()
+        self._handle.write(_line(record.model_dump(mode="json")))
+        self._handle.flush()
+        self._entries[record.key] = _Entry(record.order, offset, record.status)
+        self.complete = False
+
+    def mark_complete(self) -> None:
+        """Record that the job's outputs were written: a new run may then replace this log."""
+        self._handle.seek(0, os.SEEK_END)
+        self._handle.write(_line({"end": True}))
+        self._handle.flush()
+        self.complete = True
+
+    def close(self) -> None:
+        """Close the file."""
+        self._handle.close()
+
+    def __enter__(self) -> UnitLog:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -------------------------------------------------------------------------------------------- reading
+    def done_keys(self) -> set[str]:
+        """Keys of units whose result is final (a resumed run skips them)."""
+        return {k for k, e in self._entries.items() if e.status is UnitStatus.DONE}
+
+    def failed_keys(self) -> set[str]:
+        """Keys of units that failed (a resumed run does them again)."""
+        return {k for k, e in self._entries.items() if e.status is UnitStatus.FAILED}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def records(self) -> Iterator[UnitRecord]:
+        """Every unit's latest record, in output order (``order``, then key), read one at a time."""
+        ordered = sorted(self._entries.items(), key=lambda item: (item[1].order, item[0]))
+        with self.path.open("rb") as reader:
+            for _key, entry in ordered:
+                reader.seek(entry.offset)
+                raw = reader.readline()
+                yield UnitRecord.model_validate(json.loads(raw))
+
+
+def _line(obj: Any) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def _header(obj: Any, path: Path) -> _Header:
+    if not isinstance(obj, dict) or obj.get("kind") != _KIND:
+        raise ConfigError(f"{path} is not a toolwild unit log (its first line is not a unit-log header)")
+    try:
+        header = _Header.model_validate(obj)
+    except ValidationError as exc:
+        error = validation_to_data_error(exc)
+        raise DataError(f"bad unit-log header: {error.message}", file=path, line=1, field=error.field) from None
+    if header.format_version != _VERSION:
+        raise ConfigError(f"{path}: unit-log format {header.format_version} (this toolwild reads {_VERSION})")
+    return header
+
+
+def _difference(recorded: dict[str, Any], current: dict[str, Any] | None) -> str:
+    """What differs between the run that wrote a log and this one, in words."""
+    if current is None:
+        return "its fingerprint differs"
+    keys = sorted(k for k in {*recorded, *current} if recorded.get(k) != current.get(k))
+    if not keys:
+        return "its fingerprint differs"
+    shown = "; ".join(f"{k}: {recorded.get(k)!r} in the log, {current.get(k)!r} now" for k in keys[:4])
+    return shown + (f" (and {len(keys) - 4} more)" if len(keys) > 4 else "")
