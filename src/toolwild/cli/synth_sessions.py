@@ -95,26 +95,52 @@ def sessions(
             "observations and states, subtype labels hold on the values.",
         ),
     ] = True,
+    builder: Annotated[
+        str,
+        typer.Option(
+            help="Who makes the tasks: `auto` (an environment's own scenario templates where it has them, the built-in "
+            "ledger does; the tool graph otherwise) or `graph` (the tool graph everywhere)."
+        ),
+    ] = "auto",
+    concurrency: Annotated[int, typer.Option(min=1, help="Sessions made at once.")] = 32,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Continue a killed run of the same command (its OUT.progress.jsonl): finished sessions are kept, "
+            "none is made twice; sessions lost to the provider are made again.",
+        ),
+    ] = False,
 ) -> None:
     """Generate wild sessions over any environment: verified tasks built bottom-up from its dependency graph.
 
     Each task's gold calls are executed on the session's episode as it is built (state evolves; observations are
     real); a task whose calls fail, whose dependency values are not in the parent's result, or whose hidden-intent
-    label the values do not bear out is dropped with its reason and another is tried. Writes OUT, and OUT with
-    .report.json (counts, drops by reason, sessions that could not be built). Model calls are cached: a second run
-    makes none and writes the same suite.
+    label the values do not bear out is dropped with its reason and another is tried. The built-in ledger uses its
+    own scenario templates (`--builder graph` builds its tasks from the tool graph instead).
+
+    Sessions are made CONCURRENCY at once; each is logged to OUT.progress.jsonl the moment it is finished and
+    verified (oracle at 100% in both modes, gold calls replayed, subtype labels checked), so a killed run continued
+    with --resume keeps every finished session and makes none twice. OUT is written at the end in session order
+    (the same file whatever the concurrency), with OUT.report.json (counts, drops by reason, sessions that could not
+    be built). Model calls are cached: a second run makes none and writes the same suite. Exit 1 when no session
+    could be built or verification failed, 4 when sessions were lost to the provider (resume to retry them).
     """
     from toolwild.cli._common import run_async
     from toolwild.core.files import write_json
-    from toolwild.core.formats.wtb import write_wtb_suite
-    from toolwild.eval.validate import Severity, summarize_suite, validate_suite
-    from toolwild.synth.sessions import SessionsConfig, load_handle, synth_sessions
+    from toolwild.eval.validate import Severity, SuiteSummary, avalidate_session
+    from toolwild.run import LocalExecutor, UnitLog, fingerprint
+    from toolwild.synth.pipeline import SessionJob
+    from toolwild.synth.sessions import SessionsConfig, load_handle, session_providers
 
     with handled_errors():
+        if builder not in ("auto", "graph"):
+            raise ConfigError(f"--builder {builder!r}: choose auto or graph")
         if like_published and transitions is not None:
             raise ConfigError("--like-published fixes every session's pattern: leave out --transitions")
         refs = _environment_refs(env)
         cache_path = cache or out.with_name(out.name + ".cache.sqlite")
+        log_path = out.with_name(out.name + ".progress.jsonl")
         out.parent.mkdir(parents=True, exist_ok=True)
         simulator = make_llm(env_model, base_url=base_url, cache=cache_path) if env_model else None
         writer = make_llm(model, base_url=base_url, cache=cache_path) if model != "template" else None
@@ -128,49 +154,69 @@ def sessions(
             ambiguous=ambiguous,
             vague=vague,
             distractors=distractors,
+            concurrency=concurrency,
         )
+        providers = session_providers(handles, config, writer=writer, builder=builder)
+        identity = _identity(refs, config, builder, writer, simulator, verify)
+        opener = UnitLog.resume if resume else UnitLog.start
+        log = opener(log_path, job="synth-sessions", fingerprint=fingerprint(identity), identity=identity)
+
+        async def verify_one(session):
+            problems = await avalidate_session(session, base_dir=out.parent, simulator=simulator)
+            return [{"severity": p.severity.value, "where": p.where, "message": p.message} for p in problems]
+
+        job = SessionJob(providers, [h.ref for h in handles], n, verify=verify_one if verify else None)
+        done = log.done_keys()
+        if resume:
+            job.restore(r for r in log.records() if r.key in done)
 
         async def go():
             bar = progress_bar("[bold]sessions")
-            task = bar.add_task("sessions", total=n)
+            task = bar.add_task("sessions", total=n, completed=len(done))
             try:
                 with bar:
-                    return await synth_sessions(
-                        handles, config, writer=writer, name=out.stem, progress=lambda: bar.advance(task)
-                    )
+
+                    def record(unit_record):
+                        log.append(unit_record)
+                        bar.advance(task)
+
+                    await job.run(LocalExecutor(concurrency), record=record, done=done)
             finally:
                 for llm in (simulator, writer):
                     if llm is not None:
                         await llm.aclose()
 
-        result = run_async(go())
-        write_wtb_suite(result.suite, out)
-        if published is not None:
-            write_wtb_suite(result.suite, published, published=True)
-        summary = summarize_suite(result.suite)
-        problems = []
-        if verify:
-            with console.status("verifying..."):
-                verifier = make_llm(env_model, base_url=base_url, cache=cache_path) if env_model else None
-                problems = validate_suite(
-                    result.suite, replay=True, subtypes=True, base_dir=out.parent, simulator=verifier
-                )
+        with log:
+            run_async(go())
+            summary = SuiteSummary()
+            with _Writer(out) as suite_file, _Writer(published, published=True) as published_file:
+
+                def write(session):
+                    summary.add(session)
+                    suite_file.write(session)
+                    published_file.write(session)
+
+                result = job.assemble(log.records(), write=write)
+            log.mark_complete()
         report = {
             "suite": str(out),
             "environments": [h.ref for h in handles],
+            "builders": {h.ref: p.name for h, p in zip(handles, providers, strict=True)},
             "config": vars(config),
+            "resumed": resume,
             "sessions": summary.sessions,
             "tasks": summary.tasks,
             "task_types": dict(sorted(summary.task_types.items())),
             "subtypes": dict(sorted(summary.subtypes.items())),
             "transitions": {str(k): v for k, v in sorted(summary.transitions.items())},
             "failed_sessions": result.failed_sessions,
+            "failed_units": result.failed_units,
             "environments_given_up": result.given_up,
             "drops": dict(result.drops.most_common()),
             "drop_examples": result.drop_examples,
             "utterances": dict(result.utterances),
             "verified": verify,
-            "problems": [{"severity": p.severity.value, "where": p.where, "message": p.message} for p in problems],
+            "problems": result.problems,
             "usage": {name: llm.usage.as_dict() for name, llm in (("simulator", simulator), ("writer", writer)) if llm},
         }
         write_json(out.with_name(out.name + ".report.json"), report)
@@ -193,12 +239,71 @@ def sessions(
         table.add_row("[red]sessions not built[/]", f"{len(result.failed_sessions)} (reasons in the report)")
     for ref, why in result.given_up.items():
         table.add_row(f"[red]given up: {ref}[/]", why)
+    if result.failed_units:
+        table.add_row(
+            "[red]sessions lost to the provider[/]", f"{len(result.failed_units)} (--resume makes them again)"
+        )
+    errors = sum(p["severity"] == Severity.ERROR.value for p in result.problems)
     if verify:
-        errors = sum(p.severity is Severity.ERROR for p in problems)
         table.add_row("verification", "[green]passed[/]" if not errors else f"[red]{errors} error(s)[/] (see report)")
     console.print(table)
-    if not result.suite.sessions:
+    if not summary.sessions and not result.failed_units:
         console.print("[red]no session could be built[/] (the report says why)")
         raise typer.Exit(1)
-    if verify and any(p.severity is Severity.ERROR for p in problems):
+    if errors:
         raise typer.Exit(1)
+    if result.failed_units:
+        console.print(f"[yellow]{len(result.failed_units)} session(s) lost to the provider[/]: resume to retry them")
+        raise typer.Exit(4)
+
+
+class _Writer:
+    """A suite file written one session at a time to a temporary file, put in place only when complete."""
+
+    def __init__(self, path: Path | None, *, published: bool = False) -> None:
+        self.path = path
+        self.published = published
+        self._handle = None
+
+    def __enter__(self) -> _Writer:
+        if self.path is not None:
+            self._tmp = self.path.with_name(self.path.name + ".tmp")
+            self._handle = self._tmp.open("w", encoding="utf-8")
+        return self
+
+    def write(self, session) -> None:
+        import json
+
+        from toolwild.core.formats.wtb import session_to_wtb
+
+        if self._handle is not None:
+            self._handle.write(json.dumps(session_to_wtb(session, published=self.published), ensure_ascii=False) + "\n")
+
+    def __exit__(self, exc_type, *_rest) -> None:
+        if self._handle is None:
+            return
+        self._handle.close()
+        if exc_type is None:
+            self._tmp.replace(self.path)
+        else:
+            self._tmp.unlink(missing_ok=True)
+
+
+def _identity(refs, config, builder, writer, simulator, verify) -> dict:
+    """What this run is (its unit log refuses another run's): environments (files by content), knobs, models."""
+    import hashlib
+
+    envs = []
+    for ref in refs:
+        path = Path(ref)
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else None
+        envs.append({"ref": ref, "sha256": digest} if digest else {"ref": ref})
+    knobs = {k: v for k, v in vars(config).items() if k != "concurrency"}
+    return {
+        "environments": envs,
+        **knobs,
+        "builder": builder,
+        "writer": writer.backend.identity() if writer is not None else "template",
+        "env_model": simulator.backend.identity() if simulator is not None else None,
+        "verify": verify,
+    }

@@ -31,6 +31,7 @@ __all__ = [
     "Severity",
     "SuiteSummary",
     "areplay_problems",
+    "avalidate_session",
     "replay_problems",
     "summarize_suite",
     "validate_suite",
@@ -65,22 +66,30 @@ class SuiteSummary:
     subtypes: Counter[str] = field(default_factory=Counter)
     transitions: Counter[int] = field(default_factory=Counter)
     tools: int = 0
-    unique_tools: int = 0
+    names: set[str] = field(default_factory=set, repr=False)
+
+    @property
+    def unique_tools(self) -> int:
+        """Distinct tool names over the sessions counted."""
+        return len(self.names)
+
+    def add(self, session: Session) -> None:
+        """Count one more session (a streamed suite is summarised one session at a time)."""
+        self.sessions += 1
+        self.tasks += len(session.tasks)
+        self.transitions[session.transitions] += 1
+        self.tools += len(session.tools)
+        self.names.update(t.name for t in session.tools)
+        for t in session.tasks:
+            self.task_types[t.type.value] += 1
+            self.subtypes[t.subtype.value] += 1
 
 
 def summarize_suite(suite: Suite) -> SuiteSummary:
     """Count sessions, tasks, task types, subtypes and transition buckets."""
-    out = SuiteSummary(sessions=len(suite.sessions))
-    names: set[str] = set()
+    out = SuiteSummary()
     for s in suite.sessions:
-        out.tasks += len(s.tasks)
-        out.transitions[s.transitions] += 1
-        out.tools += len(s.tools)
-        names.update(t.name for t in s.tools)
-        for t in s.tasks:
-            out.task_types[t.type.value] += 1
-            out.subtypes[t.subtype.value] += 1
-    out.unique_tools = len(names)
+        out.add(s)
     return out
 
 
@@ -172,52 +181,83 @@ def validate_suite(
         m = _WTB_ID.match(session.id)
         if m and line is not None and int(m.group(1)) != line - 1:
             problems.append(Problem(Severity.WARNING, where, f"id number {m.group(1)} != line index {line - 1}"))
-        params = api_parameters(session)
-        for ti, task in enumerate(session.tasks):
-            at = f"{where} task {ti}"
-            kinds = [n.kind for n in task.gold]
-            if kinds.count(NodeKind.ANSWER) != 1:
-                problems.append(Problem(Severity.ERROR, at, "gold DAG must have exactly one prepare_to_answer node"))
-            else:
-                ans = kinds.index(NodeKind.ANSWER)
-                if any(ans in n.dependency_list for n in task.gold):
-                    problems.append(Problem(Severity.ERROR, at, "prepare_to_answer must be the sink node"))
-            for node in task.gold:
-                nat = f"{at} node {node.idx}"
-                if node.kind is NodeKind.ASK and not node.user_input:
-                    problems.append(Problem(Severity.ERROR, nat, "ask node without user_input"))
-                if node.kind is NodeKind.CALL:
-                    if node.name not in params:
-                        problems.append(Problem(Severity.ERROR, nat, f"calls {node.name!r}, not in the tool list"))
-                    else:
-                        status = check_schema(params[node.name], node.action.arguments)
-                        if status != CORRECT:
-                            problems.append(Problem(Severity.WARNING, nat, f"gold arguments fail the schema: {status}"))
-        if any(p.severity is Severity.ERROR and p.where.startswith(where) for p in problems):
-            continue
-        if subtypes:
-            for finding in check_subtypes(session):
+        found = _structure_problems(session, where)
+        if not any(p.severity is Severity.ERROR for p in found):
+            if subtypes:
+                found += _subtype_problems(session, where)
+            if replay:
+                found += replay_problems(session, where=where, base_dir=base_dir, simulator=simulator)
+            if oracle_check:
+                found += _oracle_problems(session, where, base_dir)
+        problems += found
+    problems.sort(key=lambda p: p.severity is not Severity.ERROR)
+    return problems
+
+
+async def avalidate_session(
+    session: Session, *, base_dir: Path | None = None, simulator: LLM | None = None
+) -> list[Problem]:
+    """Every check of :func:`validate_suite` (replay, subtypes and oracle included) on one session, from async code:
+    a streamed suite is verified one session at a time, as each is made."""
+    problems = _structure_problems(session, session.id)
+    if not any(p.severity is Severity.ERROR for p in problems):
+        problems += _subtype_problems(session, session.id)
+        problems += await areplay_problems(session, where=session.id, base_dir=base_dir, simulator=simulator)
+        problems += _oracle_problems(session, session.id, base_dir)
+    problems.sort(key=lambda p: p.severity is not Severity.ERROR)
+    return problems
+
+
+def _structure_problems(session: Session, where: str) -> list[Problem]:
+    """Gold DAG shape, asks without replies, calls to tools the session does not list, arguments the schema fails."""
+    problems: list[Problem] = []
+    params = api_parameters(session)
+    for ti, task in enumerate(session.tasks):
+        at = f"{where} task {ti}"
+        kinds = [n.kind for n in task.gold]
+        if kinds.count(NodeKind.ANSWER) != 1:
+            problems.append(Problem(Severity.ERROR, at, "gold DAG must have exactly one prepare_to_answer node"))
+        else:
+            ans = kinds.index(NodeKind.ANSWER)
+            if any(ans in n.dependency_list for n in task.gold):
+                problems.append(Problem(Severity.ERROR, at, "prepare_to_answer must be the sink node"))
+        for node in task.gold:
+            nat = f"{at} node {node.idx}"
+            if node.kind is NodeKind.ASK and not node.user_input:
+                problems.append(Problem(Severity.ERROR, nat, "ask node without user_input"))
+            if node.kind is NodeKind.CALL:
+                if node.name not in params:
+                    problems.append(Problem(Severity.ERROR, nat, f"calls {node.name!r}, not in the tool list"))
+                else:
+                    status = check_schema(params[node.name], node.action.arguments)
+                    if status != CORRECT:
+                        problems.append(Problem(Severity.WARNING, nat, f"gold arguments fail the schema: {status}"))
+    return problems
+
+
+def _subtype_problems(session: Session, where: str) -> list[Problem]:
+    return [
+        Problem(
+            Severity.ERROR,
+            f"{where} task {finding.task_index}",
+            f"{finding.subtype.value} not borne out: {finding.message}",
+        )
+        for finding in check_subtypes(session)
+    ]
+
+
+def _oracle_problems(session: Session, where: str, base_dir: Path | None) -> list[Problem]:
+    """The gold path must score 100% in both modes."""
+    problems = []
+    for mode in ScoringMode:
+        verdict = score_session(session, oracle_trajectory(session), mode=mode, base_dir=base_dir)
+        for tv in verdict.tasks:
+            if tv.label != "correct":
                 problems.append(
                     Problem(
                         Severity.ERROR,
-                        f"{where} task {finding.task_index}",
-                        f"{finding.subtype.value} not borne out: {finding.message}",
+                        f"{where} task {tv.task_index}",
+                        f"oracle self-check fails in {mode.value} mode: {tv.error_reason}",
                     )
                 )
-        if replay:
-            problems.extend(replay_problems(session, where=where, base_dir=base_dir, simulator=simulator))
-        if not oracle_check:
-            continue
-        for mode in ScoringMode:
-            verdict = score_session(session, oracle_trajectory(session), mode=mode, base_dir=base_dir)
-            for tv in verdict.tasks:
-                if tv.label != "correct":
-                    problems.append(
-                        Problem(
-                            Severity.ERROR,
-                            f"{where} task {tv.task_index}",
-                            f"oracle self-check fails in {mode.value} mode: {tv.error_reason}",
-                        )
-                    )
-    problems.sort(key=lambda p: p.severity is not Severity.ERROR)
     return problems

@@ -11,7 +11,6 @@ cache): a second run writes the same suite.
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -26,12 +25,24 @@ from toolwild.core.task import CoarseType, TaskType
 from toolwild.core.tool import Effect, Tool
 from toolwild.envs.base import EnvironmentBackend
 from toolwild.envs.registry import describe_environment, get_environment
+from toolwild.errors import TransientBackendError
 from toolwild.llm.client import LLM
 from toolwild.synth.chains import ToolGraph
+from toolwild.synth.providers.base import SessionOutcome, SessionProvider
 from toolwild.synth.tasks import Dropped, EnvHandle, SessionState, build_task
 from toolwild.synth.values import Fact, facts_of, leaves
 
-__all__ = ["SessionsConfig", "SessionsResult", "Unanswerable", "load_handle", "synth_sessions"]
+__all__ = [
+    "GraphProvider",
+    "SessionsConfig",
+    "SessionsResult",
+    "Unanswerable",
+    "graph_providers",
+    "load_handle",
+    "pattern_chooser",
+    "session_providers",
+    "synth_sessions",
+]
 
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _SUBTYPE_MIX = {"coref": 0.42, "partial": 0.32, "long": 0.26}
@@ -64,7 +75,8 @@ class SessionsConfig:
     simulator_patience: int = 8
     """Gold calls the simulator fails to answer, with no task built in between, before its environment is given up
     for the run (a model too small for the environment would otherwise burn every attempt of every session)."""
-    concurrency: int = 8
+    concurrency: int = 32
+    """Sessions made at once (each makes one model call at a time)."""
 
 
 class Unanswerable(Dropped):
@@ -209,57 +221,86 @@ async def _fill_pattern(
             raise Dropped(f"no {coarse.value} task fits position {position}")
 
 
-async def _session(
-    index: int,
-    env: EnvHandle,
-    pattern_for: Callable[[random.Random], Pattern],
-    config: SessionsConfig,
-    writer: LLM | None,
-    distractors: list[Tool],
-    result: SessionsResult,
-) -> Session | None:
-    rng = random.Random(f"toolwild-synth-sessions:{config.seed}:{index}")
-    env_seed = config.seed * 10_000 + index
-    reasons: list[str] = []
-    if env.ref in result.given_up:
-        result.failed_sessions.append({"index": index, "environment": env.ref, "reasons": [result.given_up[env.ref]]})
-        return None
-    pool = await _pool(env, env_seed)
-    for _restart in range(config.restarts):
-        pattern = pattern_for(rng)
-        today = _today(rng)
-        state = SessionState(
-            env=env,
-            seed=env_seed,
-            rng=rng,
-            today=today,
-            episode=env.backend.reset(seed=env_seed),
-            pool=pool,
+def pattern_chooser(
+    config: SessionsConfig, index: int, published: list[Pattern] | None = None
+) -> Callable[[random.Random], Pattern]:
+    """How session ``index`` draws its pattern of coarse types: fixed (``published``, the like-published orderings
+    of the seed), or from its transition bucket."""
+    if config.like_published:
+        orderings = published or published_patterns(config.seed)
+        fixed = orderings[index % len(orderings)]
+        return lambda rng: fixed
+    bucket = config.transitions if config.transitions is not None else BUCKET_CYCLE[index % len(BUCKET_CYCLE)]
+    candidates = patterns_with(bucket)
+    return lambda rng: rng.choice(candidates)
+
+
+class GraphProvider:
+    """Sessions on any environment, their tasks built bottom-up from its tool graph (see the module docstring).
+
+    Everything session ``index`` needs derives from the suite seed and ``index`` (its random stream, its episode
+    seed, its pattern), so sessions can be made in any order and at any concurrency with the same result.
+    """
+
+    name = "graph"
+
+    def __init__(
+        self, env: EnvHandle, config: SessionsConfig, *, writer: LLM | None = None, distractors: list[Tool] = ()
+    ) -> None:
+        self.env = env
+        self.config = config
+        self.writer = writer
+        self.distractors = list(distractors)
+        self._published = published_patterns(config.seed) if config.like_published else None
+
+    def restore(self, index: int, session: Session | None) -> None:
+        """Nothing to restore: sessions do not depend on each other."""
+
+    async def make(self, index: int) -> SessionOutcome:
+        """Session ``index`` (its pool of environment values is read on a scratch episode first)."""
+        config, env = self.config, self.env
+        rng = random.Random(f"toolwild-synth-sessions:{config.seed}:{index}")
+        env_seed = config.seed * 10_000 + index
+        outcome = SessionOutcome(session=None)
+        pattern_for = pattern_chooser(config, index, self._published)
+        pool = await _pool(env, env_seed)
+        for _restart in range(config.restarts):
+            pattern = pattern_for(rng)
+            today = _today(rng)
+            state = SessionState(
+                env=env, seed=env_seed, rng=rng, today=today, episode=env.backend.reset(seed=env_seed), pool=pool
+            )
+            try:
+                await _fill_pattern(state, pattern, config, self.writer, outcome.drops, outcome.drop_examples)
+            except Unanswerable as hopeless:
+                outcome.given_up = str(hopeless)
+                outcome.reasons.append(str(hopeless))
+                return outcome
+            except Dropped as dead_end:
+                outcome.reasons.append(f"{[c.value for c in pattern]}: {dead_end}")
+                continue
+            finally:
+                state.episode.close()
+            outcome.session = self._session(index, state, rng, env_seed, today)
+            return outcome
+        return outcome
+
+    def _session(self, index: int, state: SessionState, rng: random.Random, env_seed: int, today: date) -> Session:
+        tools = list(self.env.tools)
+        extra_tools = (
+            rng.sample(self.distractors, min(self.config.distractors, len(self.distractors)))
+            if self.distractors
+            else []
         )
-        try:
-            await _fill_pattern(state, pattern, config, writer, result.drops, result.drop_examples)
-        except Unanswerable as hopeless:
-            result.given_up.setdefault(env.ref, str(hopeless))
-            reasons.append(str(hopeless))
-            break
-        except Dropped as dead_end:
-            reasons.append(f"{[c.value for c in pattern]}: {dead_end}")
-            continue
-        finally:
-            state.episode.close()
-        tools = list(env.tools)
-        extra_tools = rng.sample(distractors, min(config.distractors, len(distractors))) if distractors else []
         tools += [t for t in extra_tools if t.name not in {x.name for x in tools}]
         rng.shuffle(tools)
         clock = f"{rng.randint(8, 21):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
-        for source in state.sources:
-            result.utterances[source] += 1
         return Session(
             id=f"wild_tool_bench_{index}",
             env_info=f"{today.isoformat()} {clock} {_WEEKDAYS[today.weekday()]}",
             tools=tools,
             tasks=state.tasks,
-            environment=env.ref,
+            environment=self.env.ref,
             extra={
                 "env_seed": env_seed,
                 "generator": "toolwild.synth.sessions",
@@ -268,8 +309,38 @@ async def _session(
                 "distractors": sorted(t.name for t in extra_tools),
             },
         )
-    result.failed_sessions.append({"index": index, "environment": env.ref, "reasons": reasons})
-    return None
+
+
+def graph_providers(envs: list[EnvHandle], config: SessionsConfig, *, writer: LLM | None = None) -> list[GraphProvider]:
+    """One graph provider per environment (distractors are drawn from the other environments' tools)."""
+    return [
+        GraphProvider(env, config, writer=writer, distractors=[t for e in envs if e is not env for t in e.tools])
+        for env in envs
+    ]
+
+
+def session_providers(
+    envs: list[EnvHandle], config: SessionsConfig, *, writer: LLM | None = None, builder: str = "auto"
+) -> list[SessionProvider]:
+    """Who makes each environment's sessions: its own scenario templates where it has them (``auto``; the built-in
+    ledger), the tool graph otherwise or everywhere (``graph``)."""
+    providers: list[SessionProvider] = list(graph_providers(envs, config, writer=writer))
+    if builder == "graph":
+        return providers
+    for slot, env in enumerate(envs):
+        templates = template_provider(env.ref, config, slot=slot, slots=len(envs))
+        if templates is not None:
+            providers[slot] = templates
+    return providers
+
+
+def template_provider(ref: str, config: SessionsConfig, *, slot: int, slots: int) -> SessionProvider | None:
+    """The scenario-template provider of a built-in environment, if it has one."""
+    if ref != "ledger":
+        return None
+    from toolwild.synth.providers.ledger import LedgerTemplates
+
+    return LedgerTemplates(seed=config.seed, like_published=config.like_published, owns=lambda i: i % slots == slot)
 
 
 async def synth_sessions(
@@ -279,40 +350,47 @@ async def synth_sessions(
     writer: LLM | None = None,
     name: str = "synth",
     progress: Callable[[], None] | None = None,
+    providers: list[SessionProvider] | None = None,
 ) -> SessionsResult:
-    """Generate ``config.n_sessions`` sessions over ``envs`` (session ``i`` uses ``envs[i % len(envs)]``).
+    """Generate ``config.n_sessions`` sessions over ``envs`` in memory (session ``i`` uses ``envs[i % len(envs)]``).
+
+    The same job as ``toolwild synth sessions`` (:mod:`toolwild.synth.pipeline`), without the unit log: for tests,
+    benchmarks and library use on suites that fit in memory. The command streams to disk instead.
 
     Args:
         envs: environments (see :func:`load_handle`).
-        config: the knobs.
+        config: the knobs (``config.concurrency`` sessions at once).
         writer: a model that words the utterances (checked; the template is used when it fails); None: templates.
         name: the suite's name.
         progress: called once per finished session.
+        providers: who makes each environment's sessions (default: :func:`graph_providers`).
     """
+    from toolwild.run import LocalExecutor
+    from toolwild.synth.pipeline import SessionJob
+
     if not envs:
         raise ValueError("no environment to generate sessions on")
-    result = SessionsResult(suite=Suite(name=name, source=f"toolwild synth sessions seed={config.seed}"))
-    published = published_patterns(config.seed) if config.like_published else None
+    job = SessionJob(
+        providers or graph_providers(envs, config, writer=writer), [e.ref for e in envs], config.n_sessions
+    )
+    records = []
 
-    def pattern_for(index: int) -> Callable[[random.Random], Pattern]:
-        if published is not None:
-            fixed = published[index % len(published)]
-            return lambda rng: fixed
-        bucket = config.transitions if config.transitions is not None else BUCKET_CYCLE[index % len(BUCKET_CYCLE)]
-        candidates = patterns_with(bucket)
-        return lambda rng: rng.choice(candidates)
-
-    gate = asyncio.Semaphore(max(1, config.concurrency))
-
-    async def one(index: int) -> Session | None:
-        env = envs[index % len(envs)]
-        others = [t for e in envs if e is not env for t in e.tools]
-        async with gate:
-            session = await _session(index, env, pattern_for(index), config, writer, others, result)
+    def keep(record):
+        records.append(record)
         if progress is not None:
             progress()
-        return session
 
-    sessions = await asyncio.gather(*(one(i) for i in range(config.n_sessions)))
-    result.suite.sessions = [s for s in sessions if s is not None]
-    return result
+    await job.run(LocalExecutor(max(1, config.concurrency)), record=keep)
+    suite = Suite(name=name, source=f"toolwild synth sessions seed={config.seed}")
+    report = job.assemble(sorted(records, key=lambda r: r.order), write=suite.sessions.append)
+    if report.failed_units:
+        first = report.failed_units[0]
+        raise TransientBackendError(f"{len(report.failed_units)} session(s) lost to the provider; first: {first}")
+    return SessionsResult(
+        suite=suite,
+        failed_sessions=report.failed_sessions,
+        drops=report.drops,
+        drop_examples=report.drop_examples,
+        utterances=report.utterances,
+        given_up=report.given_up,
+    )
