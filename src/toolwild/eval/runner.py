@@ -12,7 +12,6 @@ non-zero.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Callable
@@ -34,6 +33,7 @@ from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.scoring.session import failed_session, score_session
 from toolwild.eval.session import HistoryMode, run_session
 from toolwild.llm.client import LLM
+from toolwild.run import LocalExecutor, Unit
 
 __all__ = ["RunConfig", "RunProgress", "load_run_config", "load_run_trajectories", "run_suite"]
 
@@ -266,21 +266,21 @@ async def run_suite(
         (s for s in suite.sessions if s.id not in done),
         key=lambda s: -sum(GoldDag.from_task(t).min_length for t in s.tasks),
     )
-    limit = asyncio.Semaphore(config.concurrency)
     halted: list[str] = []
     with (run_dir / TRAJECTORIES).open("a", encoding="utf-8") as handle:
 
-        async def worker(session: Session) -> None:
-            async with limit:
-                if halted:
-                    return
-                traj = await _run_one(session, agent, config, simulator)
+        def finished(unit: Unit[Session], traj: Trajectory) -> None:
             if traj.status is TrajectoryStatus.HARNESS_ERROR:
-                halted.append(session.id)
+                halted.append(unit.key)
             append_trajectory(handle, traj)
-            account(_score(session, traj, config.mode, Path(config.suite).parent), traj)
+            account(_score(unit.payload, traj, config.mode, Path(config.suite).parent), traj)
 
-        await asyncio.gather(*(worker(s) for s in todo))
+        await LocalExecutor(config.concurrency).map(
+            (Unit(key=s.id, order=i, payload=s) for i, s in enumerate(todo)),
+            lambda unit: _run_one(unit.payload, agent, config, simulator),
+            on_done=finished,
+            stop=lambda: bool(halted),
+        )
     out = []
     for s in suite.sessions:
         verdict = verdicts.get(s.id)
