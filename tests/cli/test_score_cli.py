@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 from toolwild.cli.main import app
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.verdict import ScoringMode
-from toolwild.envs.domains.ledger.suite import write_ledger_suite
 from toolwild.eval.agents.oracle import oracle_trajectory
 from toolwild.eval.runner import RunConfig
+from toolwild.synth.providers.ledger import write_ledger_suite
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 USAGE = {"roles": {"agent": {"calls": 12, "input_tokens": 3456, "output_tokens": 789, "cost_usd": 0.0123}}}

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from toolwild.core.trajectory import Step, ToolCall
-from toolwild.envs.domains.ledger.suite import build_ledger_suite
 from toolwild.envs.registry import get_environment
 from toolwild.eval.agents.oracle import oracle_steps
 from toolwild.eval.agents.scripted import ScriptedAgent
 from toolwild.eval.runner import RunConfig, run_suite
 from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.session import HistoryMode, environment_seed
+from toolwild.synth.providers.ledger import build_ledger_suite
 
 BEAN_CHECK = Path(sys.executable).parent / "bean-check"
 

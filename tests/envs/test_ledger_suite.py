@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -10,20 +11,31 @@ from collections import Counter
 
 import pytest
 
-from toolwild.core.formats.wtb import load_wtb_suite, session_to_wtb
+from toolwild.core.formats.wtb import load_wtb_suite, session_to_wtb, write_wtb_suite
 from toolwild.core.hidden_intent import check_subtypes
 from toolwild.core.task import NodeKind, TaskType, TurnSubtype
 from toolwild.core.verdict import ScoringMode
-from toolwild.envs.domains.ledger.suite import build_ledger_suite, write_ledger_suite
 from toolwild.envs.domains.ledger.tools import LedgerEpisode
 from toolwild.eval.agents.oracle import oracle_trajectory
 from toolwild.eval.scoring.session import score_session
 from toolwild.eval.validate import Severity, summarize_suite, validate_suite
+from toolwild.synth.providers.ledger import build_ledger_suite, write_ledger_suite
 
 
 @pytest.fixture(scope="module")
 def suite():
     return build_ledger_suite(64, seed=0)
+
+
+SHA256_DEFAULT = "f875780700c7226145a194caab0a1fc25ffca4d8fec88f66067c2229efa2cf4b"
+SHA256_LIKE_PUBLISHED = "651195be5622ff77c7b5b96c71b3059ea393c5ed6f537f3e6deab479b2ebba4e"
+"""The default (64) and like-published (256) suites, byte for byte, as written by ``toolwild suite ledger``: runs
+and published figures refer to them. A deliberate change of the templates updates these and says so."""
+
+
+def _sha256(suite, path) -> str:
+    write_wtb_suite(suite, path)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _records(suite) -> list[str]:
@@ -147,6 +159,10 @@ def test_round_trip_through_wtb_jsonl(suite, tmp_path):
     assert _records(written) == _records(suite)[:6]  # sessions are built in order: a prefix is the same
 
 
+def test_default_suite_is_byte_identical_to_the_recorded_one(suite, tmp_path):
+    assert _sha256(suite, tmp_path / "ledger.jsonl") == SHA256_DEFAULT
+
+
 def test_generation_is_deterministic(suite):
     assert _records(build_ledger_suite(64, seed=0)) == _records(suite)
     assert _records(build_ledger_suite(4, seed=1)) != _records(suite)[:4]
@@ -156,7 +172,7 @@ def test_generation_does_not_depend_on_hash_seed(suite):
     code = (
         "import json, sys\n"
         "from toolwild.core.formats.wtb import session_to_wtb\n"
-        "from toolwild.envs.domains.ledger.suite import build_ledger_suite\n"
+        "from toolwild.synth.providers.ledger import build_ledger_suite\n"
         "for s in build_ledger_suite(8, seed=0).sessions:\n"
         "    sys.stdout.write(json.dumps(session_to_wtb(s), sort_keys=True) + '\\n')\n"
     )
@@ -178,6 +194,10 @@ def test_like_published_design(published):
     assert sorted(coarse.values()) == [256, 256, 256, 256]
     assert summarize_suite(published).transitions == {0: 4, 1: 36, 2: 108, 3: 108}
     _check_subtypes(published)
+
+
+def test_like_published_suite_is_byte_identical_to_the_recorded_one(published, tmp_path):
+    assert _sha256(published, tmp_path / "published.jsonl") == SHA256_LIKE_PUBLISHED
 
 
 def test_like_published_oracle_and_replay(published):

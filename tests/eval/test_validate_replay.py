@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 from toolwild.cli.main import app
 from toolwild.core.formats.wtb import load_wtb_suite, write_wtb_suite
-from toolwild.envs.domains.ledger.suite import build_ledger_suite
 from toolwild.eval.validate import Severity, validate_suite
+from toolwild.synth.providers.ledger import build_ledger_suite
 
 
 def _tamper(path: Path, line: int, mutate) -> None:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from toolwild.cli._common import console, handled_errors
-from toolwild.core.formats.wtb import write_wtb_suite
-from toolwild.eval.validate import summarize_suite
+from toolwild.cli.synth_sessions import sessions as synth_sessions
 
 suite_app = typer.Typer(help="Built-in suites.", no_args_is_help=True)
 
@@ -27,20 +24,24 @@ def ledger(
             help="The published design: each of the 256 orderings of single/multi/clarify/chat once per 256 sessions.",
         ),
     ] = False,
+    verify: Annotated[
+        bool, typer.Option("--verify/--no-verify", help="Replay and oracle-check every session as it is made.")
+    ] = False,
+    concurrency: Annotated[int, typer.Option(min=1, help="Sessions made at once.")] = 32,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run (see `synth sessions`).")] = False,
 ) -> None:
-    """Generate the Beancount ledger suite (gold calls replayed on real ledgers) and write it."""
-    with handled_errors():
-        from toolwild.envs.domains.ledger.suite import build_ledger_suite
+    """Generate the Beancount ledger suite (gold calls replayed on real ledgers) and write it.
 
-        with console.status("generating (gold calls replayed on beancount)..."):
-            suite = build_ledger_suite(sessions, seed=seed, like_published=like_published)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        write_wtb_suite(suite, out)
-    summary = summarize_suite(suite)
-    types = ", ".join(f"{k} {v}" for k, v in sorted(summary.task_types.items()))
-    coarse = Counter(t.type.coarse.value for s in suite.sessions for t in s.tasks)
-    buckets = ", ".join(f"{k}: {summary.transitions[k]}" for k in sorted(summary.transitions))
-    console.print(f"{summary.sessions} sessions, {summary.tasks} tasks ({types}); transitions {buckets}")
-    console.print("coarse types: " + ", ".join(f"{k} {v}" for k, v in sorted(coarse.items())))
-    console.print(f"distinct type orderings: {len({tuple(t.type.coarse for t in s.tasks) for s in suite.sessions})}")
-    console.print(f"written to {out}")
+    The same job as `toolwild synth sessions --env ledger --model template` (the ledger's scenario templates),
+    without verification unless asked: OUT, OUT.report.json and the progress log OUT.progress.jsonl.
+    """
+    synth_sessions(
+        env=["ledger"],
+        out=out,
+        n=sessions,
+        seed=seed,
+        like_published=like_published,
+        verify=verify,
+        concurrency=concurrency,
+        resume=resume,
+    )

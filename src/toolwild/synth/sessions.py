@@ -340,7 +340,7 @@ def template_provider(ref: str, config: SessionsConfig, *, slot: int, slots: int
         return None
     from toolwild.synth.providers.ledger import LedgerTemplates
 
-    return LedgerTemplates(seed=config.seed, like_published=config.like_published, owns=lambda i: i % slots == slot)
+    return LedgerTemplates(seed=config.seed, like_published=config.like_published, stride=slots, offset=slot)
 
 
 async def synth_sessions(

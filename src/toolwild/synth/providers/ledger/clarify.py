@@ -11,8 +11,8 @@ from functools import partial
 
 from toolwild.core.task import TaskType
 from toolwild.envs.domains.ledger.seed import CHECKING, CREDIT_CARD, SAVINGS
-from toolwild.envs.domains.ledger.tasks.catalog import RECATEGORIZATIONS
-from toolwild.envs.domains.ledger.tasks.common import (
+from toolwild.synth.providers.ledger.catalog import RECATEGORIZATIONS
+from toolwild.synth.providers.ledger.common import (
     add_arguments,
     balance_sentence,
     can_amend,
@@ -27,8 +27,8 @@ from toolwild.envs.domains.ledger.tasks.common import (
     spend_sentence,
     txn_noun,
 )
-from toolwild.envs.domains.ledger.tasks.phrasing import last_month, money, nick, number, of_day, this_month
-from toolwild.envs.domains.ledger.tasks.scenario import Context, Memo, Mode, Option, Recorder, memo_targets, option
+from toolwild.synth.providers.ledger.phrasing import last_month, money, nick, number, of_day, this_month
+from toolwild.synth.providers.ledger.scenario import Context, Memo, Mode, Option, Recorder, memo_targets, option
 
 __all__ = ["clarify_options"]
 

@@ -15,9 +15,9 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from toolwild.core.task import Action, GoldNode, TaskType, TurnSubtype, answer_node, ask_node
-from toolwild.envs.domains.ledger.tasks.catalog import FINDABLE_PAYEES
 from toolwild.envs.domains.ledger.tools import LedgerEpisode
 from toolwild.errors import ToolwildError
+from toolwild.synth.providers.ledger.catalog import FINDABLE_PAYEES
 
 __all__ = [
     "Context",
@@ -192,6 +192,8 @@ class Context:
     """Keys and utterances of the tasks so far (no repeats within a session)."""
     earliest: date = date.min
     """The first day of the ledger (no question reaches before it)."""
+    _state_of: Any = field(default=None, repr=False)
+    _state: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ memory of transactions
     def memo_from(self, txn: dict[str, Any], *, added: bool, task: int | None = None) -> Memo:
@@ -265,8 +267,21 @@ class Context:
 
     # ------------------------------------------------------------------ the ledger as it is now
     def ledger(self) -> list[dict[str, Any]]:
-        """The current canonical transactions."""
-        return self.episode.state()["ledger"]
+        """The current canonical transactions (read only: the list is shared until the ledger changes)."""
+        return self.state()["ledger"]
+
+    def state(self) -> dict[str, Any]:
+        """The episode's state, worked out again only when the ledger changed since the last call.
+
+        Why: templates and the recorder ask for the state several times per task while most tasks write nothing,
+        and putting some 150 transactions in canonical form was a fifth of the generation time. The episode hands
+        out a new loaded ledger on every write, so its identity says whether the state is still the same.
+        """
+        loaded = self.episode.ledger()
+        if loaded is not self._state_of:
+            self._state = self.episode.state()
+            self._state_of = loaded
+        return self._state
 
     def seed_targets(self, start: date, end: date) -> list[dict[str, Any]]:
         """Untouched, two-posting expense transactions from the original data in ``[start, end]`` whose payee

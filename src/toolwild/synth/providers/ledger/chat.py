@@ -12,10 +12,10 @@ from typing import Any
 
 from toolwild.core.task import TaskType
 from toolwild.envs.domains.ledger.seed import CHECKING, CREDIT_CARD
-from toolwild.envs.domains.ledger.tasks.catalog import CONCEPT_CHAINS, RECATEGORIZATIONS
-from toolwild.envs.domains.ledger.tasks.common import txn_noun
-from toolwild.envs.domains.ledger.tasks.phrasing import money, nick, the_nick
-from toolwild.envs.domains.ledger.tasks.scenario import Context, Mode, Option, Recorder, memo_targets, option
+from toolwild.synth.providers.ledger.catalog import CONCEPT_CHAINS, RECATEGORIZATIONS
+from toolwild.synth.providers.ledger.common import txn_noun
+from toolwild.synth.providers.ledger.phrasing import money, nick, the_nick
+from toolwild.synth.providers.ledger.scenario import Context, Mode, Option, Recorder, memo_targets, option
 
 __all__ = ["chat_options"]
 

@@ -9,9 +9,9 @@ from decimal import Decimal
 from typing import Any
 
 from toolwild.envs.domains.ledger.seed import CREDIT_CARD
-from toolwild.envs.domains.ledger.tasks.catalog import RECATEGORIZATIONS, RECEIPTS, Receipt
-from toolwild.envs.domains.ledger.tasks.phrasing import Period, money, month_day, nick, the_nick
-from toolwild.envs.domains.ledger.tasks.scenario import Context, Memo, Recorder
+from toolwild.synth.providers.ledger.catalog import RECATEGORIZATIONS, RECEIPTS, Receipt
+from toolwild.synth.providers.ledger.phrasing import Period, money, month_day, nick, the_nick
+from toolwild.synth.providers.ledger.scenario import Context, Memo, Recorder
 
 __all__ = [
     "add_arguments",

@@ -14,8 +14,8 @@ from typing import Any
 
 from toolwild.core.task import TaskType
 from toolwild.envs.domains.ledger.seed import CHECKING, CREDIT_CARD, SAVINGS
-from toolwild.envs.domains.ledger.tasks.catalog import RECATEGORIZATIONS
-from toolwild.envs.domains.ledger.tasks.common import (
+from toolwild.synth.providers.ledger.catalog import RECATEGORIZATIONS
+from toolwild.synth.providers.ledger.common import (
     add_arguments,
     balance_sentence,
     can_amend,
@@ -30,7 +30,7 @@ from toolwild.envs.domains.ledger.tasks.common import (
     spend_sentence,
     txn_noun,
 )
-from toolwild.envs.domains.ledger.tasks.phrasing import (
+from toolwild.synth.providers.ledger.phrasing import (
     Period,
     day_phrase,
     last_month,
@@ -43,7 +43,7 @@ from toolwild.envs.domains.ledger.tasks.phrasing import (
     the_nick,
     this_month,
 )
-from toolwild.envs.domains.ledger.tasks.scenario import (
+from toolwild.synth.providers.ledger.scenario import (
     Context,
     GenerationError,
     Memo,

@@ -9,8 +9,8 @@ from typing import Any
 
 from toolwild.core.task import TaskType
 from toolwild.envs.domains.ledger.seed import CHECKING, CREDIT_CARD, SAVINGS
-from toolwild.envs.domains.ledger.tasks.catalog import FINDABLE_PAYEES, RECATEGORIZATIONS
-from toolwild.envs.domains.ledger.tasks.common import (
+from toolwild.synth.providers.ledger.catalog import FINDABLE_PAYEES, RECATEGORIZATIONS
+from toolwild.synth.providers.ledger.common import (
     add_arguments,
     balance_sentence,
     can_amend,
@@ -25,7 +25,7 @@ from toolwild.envs.domains.ledger.tasks.common import (
     spend_sentence,
     txn_noun,
 )
-from toolwild.envs.domains.ledger.tasks.phrasing import (
+from toolwild.synth.providers.ledger.phrasing import (
     day_phrase,
     last_month,
     money,
@@ -38,7 +38,7 @@ from toolwild.envs.domains.ledger.tasks.phrasing import (
     the_nick,
     this_month,
 )
-from toolwild.envs.domains.ledger.tasks.scenario import Context, Memo, Mode, Option, Recorder, option
+from toolwild.synth.providers.ledger.scenario import Context, Memo, Mode, Option, Recorder, option
 
 __all__ = ["single_options"]
 

@@ -1,1 +1,0 @@
-"""Task templates of the ledger suite: one module per coarse task type, plus the shared machinery."""
