@@ -65,7 +65,7 @@ def bench_sessions(n: int, concurrency: int = 64) -> None:
         handles = [load_handle(str(env_file), simulator=simulator)]
         providers = session_providers(handles, config, writer=writer)
 
-        async def verify(session):
+        async def verify(session, _provider):
             problems = await avalidate_session(session, base_dir=Path(tmp), simulator=simulator)
             return [{"severity": p.severity.value, "where": p.where, "message": p.message} for p in problems]
 
@@ -82,8 +82,8 @@ def bench_sessions(n: int, concurrency: int = 64) -> None:
         print(
             f"synth sessions, simulated environment + model writer, concurrency {concurrency}: {len(made)} of {n} "
             f"sessions, {calls:,} model calls ({len(sim_backend.requests):,} simulator, "
-            f"{len(writer_backend.requests):,} writer) in {wall:.1f} s = {len(made) / wall:.1f} sessions/s; ideal {ideal:.1f} s, efficiency "
-            f"{ideal / wall:.2f}; harness CPU {1000 * cpu / calls:.2f} ms per model call"
+            f"{len(writer_backend.requests):,} writer) in {wall:.1f} s = {len(made) / wall:.1f} sessions/s; "
+            f"ideal {ideal:.1f} s, efficiency {ideal / wall:.2f}; harness CPU {1000 * cpu / calls:.2f} ms per model call"
         )
 
 

@@ -195,13 +195,14 @@ def validate_suite(
 
 
 async def avalidate_session(
-    session: Session, *, base_dir: Path | None = None, simulator: LLM | None = None
+    session: Session, *, base_dir: Path | None = None, simulator: LLM | None = None, subtypes: bool = True
 ) -> list[Problem]:
-    """Every check of :func:`validate_suite` (replay, subtypes and oracle included) on one session, from async code:
-    a streamed suite is verified one session at a time, as each is made."""
+    """Every check of :func:`validate_suite` (replay and oracle included, subtypes unless turned off) on one session,
+    from async code: a streamed suite is verified one session at a time, as each is made."""
     problems = _structure_problems(session, session.id)
     if not any(p.severity is Severity.ERROR for p in problems):
-        problems += _subtype_problems(session, session.id)
+        if subtypes:
+            problems += _subtype_problems(session, session.id)
         problems += await areplay_problems(session, where=session.id, base_dir=base_dir, simulator=simulator)
         problems += _oracle_problems(session, session.id, base_dir)
     problems.sort(key=lambda p: p.severity is not Severity.ERROR)

@@ -26,8 +26,8 @@ from toolwild.synth.providers.base import SessionOutcome, SessionProvider
 
 __all__ = ["SessionJob", "SessionsReport", "session_key"]
 
-Verify = Callable[[Session], Awaitable[list[dict[str, Any]]]]
-"""Checks one session; returns its problems as ``{"severity", "where", "message"}``."""
+Verify = Callable[[Session, SessionProvider], Awaitable[list[dict[str, Any]]]]
+"""Checks one session (made by the given provider); returns its problems as ``{"severity", "where", "message"}``."""
 
 
 def session_key(index: int) -> str:
@@ -102,7 +102,9 @@ class SessionJob:
             outcome = await self.providers[slot].make(index)
             if outcome.given_up is not None:
                 self._cut[slot] = min(self._cut.get(slot, index), index)
-        problems = await self.verify(outcome.session) if self.verify and outcome.session is not None else []
+        problems = []
+        if self.verify is not None and outcome.session is not None:
+            problems = await self.verify(outcome.session, self.providers[slot])
         return {
             "outcome": outcome.to_json(),
             "session": outcome.session.model_dump(mode="json") if outcome.session is not None else None,
