@@ -9,7 +9,7 @@ scales every part down for a smoke run).
   call after 200 ms with a valid stage reply (``toolwild.synth.scripted.stage_responder``), at concurrency 1, 16 and
   64 (see bench/synth_envs_scale.py for how the ideal is computed).
 - ``sessions``: ``synth sessions`` as the command runs it (unit log, per-session verification, in-order assembly) on
-  an LLM-simulated environment with a model writer, both answering after 200 ms, at concurrency 64. Efficiency =
+  an LLM-simulated environment with a model writer, both answering after 200 ms: 1,024 sessions at concurrency 64. Efficiency =
   ideal / actual, ideal = model calls x 200 ms / 64 (a lower bound: it assumes the calls spread evenly over the 64
   slots, true when sessions far outnumber slots). Harness CPU per model call = this process's CPU time / calls.
 - ``templates``: ``toolwild synth sessions --env inventory --n N`` (template wording, verification on) as a
@@ -83,7 +83,8 @@ def bench_sessions(n: int, concurrency: int = 64) -> None:
             f"synth sessions, simulated environment + model writer, concurrency {concurrency}: {len(made)} of {n} "
             f"sessions, {calls:,} model calls ({len(sim_backend.requests):,} simulator, "
             f"{len(writer_backend.requests):,} writer) in {wall:.1f} s = {len(made) / wall:.1f} sessions/s; "
-            f"ideal {ideal:.1f} s, efficiency {ideal / wall:.2f}; harness CPU {1000 * cpu / calls:.2f} ms per model call"
+            f"ideal {ideal:.1f} s, efficiency {ideal / wall:.2f}; harness CPU {1000 * cpu / calls:.2f} ms per "
+            "model call"
         )
 
 
@@ -139,7 +140,7 @@ def main() -> None:
 
         envs_main(quick=args.quick)
     if "sessions" in parts:
-        bench_sessions(64 if args.quick else 512)
+        bench_sessions(64 if args.quick else 1024)
     if "templates" in parts:
         bench_templates([1_000, 3_000] if args.quick else [10_000, 30_000, 100_000], 50 if args.quick else 1_000)
 
