@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from toolwild.core.task import Task
 from toolwild.core.tool import Tool
@@ -82,9 +82,16 @@ class Suite(BaseModel):
         """
         return state_digest([s.model_dump(mode="json") for s in self.sessions])
 
+    _positions: dict[str, int] = PrivateAttr(default_factory=dict)
+
     def session(self, session_id: str) -> Session | None:
-        """The session with this id, or None."""
-        for s in self.sessions:
-            if s.id == session_id:
-                return s
-        return None
+        """The session with this id, or None.
+
+        Looked up in an index (rebuilt when the sessions changed): resuming or re-scoring a run asks once per
+        session, and a linear scan made that quadratic in the suite size.
+        """
+        i = self._positions.get(session_id)
+        if i is None or i >= len(self.sessions) or self.sessions[i].id != session_id:
+            self._positions = {s.id: k for k, s in reversed(list(enumerate(self.sessions)))}
+            i = self._positions.get(session_id)
+        return self.sessions[i] if i is not None else None
