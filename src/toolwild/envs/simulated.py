@@ -236,6 +236,8 @@ class SimulatedEpisode(Episode):
         except ValidationError as exc:
             err = exc.errors()[0]
             raise InvalidReply(f"- patch: {err.get('msg')} at {'.'.join(map(str, err.get('loc', ())))}") from None
+        if not ops:  # a read (most calls): the state stands as it is, no copy of it is needed
+            return result, self._state
         try:
             new_state = apply_patch(self._state, ops)
         except PatchError as exc:
