@@ -68,7 +68,7 @@ class _End(BaseModel):
     end: Literal[True]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     order: int
     offset: int
