@@ -193,3 +193,100 @@ def test_cli_run_and_calibrate(tmp_path, monkeypatch):
     ok = CliRunner().invoke(app, ["audit", "calibrate", str(labels)], env={"COLUMNS": "200"})
     assert ok.exit_code == 0, ok.output
     assert "precision" in ok.output and "1 / 0 / 0 / 0" in ok.output
+
+
+@pytest.mark.anyio
+async def test_audit_results_do_not_depend_on_the_concurrency_or_completion_order():
+    """All test calls run at once; whatever order the answers come back in, the audits are the same, in order."""
+    import asyncio
+    import hashlib
+
+    from toolwild.synth.audit import RankedLimit
+
+    async def slow_shop(request: ChatRequest) -> str:  # 0-4 ms, derived from the request
+        await asyncio.sleep(int(hashlib.sha256(request.model_dump_json().encode()).hexdigest()[:4], 16) % 5 / 1000)
+        return honest_shop(request)
+
+    many = Environment(
+        id="shop", tools=[GET.model_copy(update={"name": f"get_order_{i}"}) for i in range(6)] + [PING], backend="llm"
+    )
+    many = many.model_copy(update={"initial_state": ENV.initial_state})
+    one_at_a_time = await audit_environment(many, LLM(ScriptedBackend(slow_shop)), concurrency=1)
+    at_once = await audit_environment(many, LLM(ScriptedBackend(slow_shop, max_connections=64)), concurrency=64)
+    shared = await audit_environment(many, LLM(ScriptedBackend(slow_shop)), limit=RankedLimit(5))
+    assert one_at_a_time[0] == at_once[0] == shared[0]
+    assert [a.__dict__ for a in one_at_a_time[1]] == [a.__dict__ for a in at_once[1]] == [a.__dict__ for a in shared[1]]
+    assert [a.tool for a in at_once[1]] == [t.name for t in many.tools]
+
+
+@pytest.mark.anyio
+async def test_the_ranked_limit_lets_lower_ranks_in_first_and_survives_cancelled_waiters():
+    import asyncio
+
+    from toolwild.synth.audit import RankedLimit
+
+    limit = RankedLimit(1)
+    order: list[str] = []
+    gate = asyncio.Event()
+
+    async def hold() -> None:
+        async with limit.slot():
+            await gate.wait()
+
+    async def wait(name: str, rank: int) -> None:
+        async with limit.slot(rank):
+            order.append(name)
+
+    holder = asyncio.create_task(hold())
+    await asyncio.sleep(0)
+    tasks = [asyncio.create_task(wait(n, r)) for n, r in (("late-2", 2), ("first-0", 0), ("gone", 0), ("then-1", 1))]
+    await asyncio.sleep(0)
+    tasks[2].cancel()  # a waiter that gives up is skipped, its place not lost
+    gate.set()
+    await asyncio.gather(holder, *[t for i, t in enumerate(tasks) if i != 2])
+    assert order == ["first-0", "then-1", "late-2"]
+    async with limit.slot():  # every place came back
+        pass
+
+
+@pytest.mark.anyio
+async def test_in_order_raises_a_bug_over_a_provider_failure_unwrapped():
+    import asyncio
+
+    from toolwild.errors import TransientBackendError
+    from toolwild.synth.audit import in_order
+
+    async def value(v: int) -> int:
+        await asyncio.sleep(0.001 * (3 - v))
+        return v
+
+    assert await in_order(value(v) for v in range(3)) == [0, 1, 2]  # given order, not completion order
+
+    async def fail(exc: BaseException) -> None:
+        raise exc
+
+    with pytest.raises(TransientBackendError):
+        await in_order([fail(TransientBackendError("503")), value(1)])
+    with pytest.raises(KeyError):
+        await in_order([fail(TransientBackendError("503")), fail(KeyError("bug"))])
+
+
+def test_cli_report_is_the_same_at_any_concurrency(tmp_path, monkeypatch):
+    import toolwild.llm.registry as registry
+    from toolwild.cli.main import app
+
+    seen: list[int] = []
+
+    def create(spec, **kw):
+        seen.append(kw["max_connections"])  # the client's pool follows --concurrency
+        return ScriptedBackend(honest_shop, max_connections=kw["max_connections"])
+
+    monkeypatch.setattr(registry, "create_backend", create)
+    env_file = write_environment(ENV, tmp_path / "shop.env.json")
+    reports = []
+    for concurrency in ("1", "16"):
+        report = tmp_path / f"a{concurrency}.json"
+        args = ["audit", "run", str(env_file), "--report", str(report), "--concurrency", concurrency]
+        assert CliRunner().invoke(app, args, env={"COLUMNS": "200"}).exit_code == 0
+        reports.append(report.read_bytes())
+    assert reports[0] == reports[1] and seen == [1, 16]

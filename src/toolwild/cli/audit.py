@@ -62,21 +62,27 @@ def run(
     out: Annotated[Path | None, typer.Option(help="Write the environment without unreliable tools here.")] = None,
     report: Annotated[Path | None, typer.Option(help="Write every call, observation and verdict here (JSON).")] = None,
     cache: CacheOption = None,
+    concurrency: Annotated[
+        int, typer.Option(min=1, help="Test calls in flight at once, over every tool (the results do not change).")
+    ] = 32,
 ) -> None:
     """Make test calls (valid, schema-invalid, precondition-violating, edge) on each tool, judge them, and print
     each tool's reliability: the share of the model-judged calls judged correct. The schema-invalid call is checked
-    by code and shown apart ("schema"), not counted. The model both simulates and judges."""
+    by code and shown apart ("schema"), not counted. The model both simulates and judges.
+
+    Every test call of every tool runs at once, at most CONCURRENCY in flight (each on its own episode, so the
+    results and the report are the same at any concurrency)."""
     from toolwild.core.files import write_json
     from toolwild.synth.audit import audit_environment
 
     with handled_errors():
         environment = load_environment(env_file)
-        llm = make_llm(model, base_url=base_url, cache=cache)
+        llm = make_llm(model, base_url=base_url, cache=cache, max_connections=concurrency)
 
         async def go():
             try:
                 with console.status(f"auditing {len(environment.tools)} tools..."):
-                    return await audit_environment(environment, llm, threshold=threshold)
+                    return await audit_environment(environment, llm, threshold=threshold, concurrency=concurrency)
             finally:
                 await llm.aclose()
 

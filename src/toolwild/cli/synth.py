@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from toolwild.cli._common import console, err_console, handled_errors, make_llm, progress_bar
+from toolwild.cli._common import EXIT_PROVIDER_ERRORS, console, err_console, handled_errors, make_llm, progress_bar
 from toolwild.cli.synth_sessions import sessions
 from toolwild.core.files import write_text_atomic
 from toolwild.core.formats.synthtools import load_synthtools_dir, write_tools_jsonl
@@ -19,7 +19,8 @@ from toolwild.llm.registry import describe_backends
 from toolwild.synth.dedup import exact_dedup
 
 if TYPE_CHECKING:
-    from toolwild.synth.envgen import SynthResult
+    from toolwild.llm.client import LLM
+    from toolwild.synth.envgen import SynthConfig, SynthResult
 
 synth_app = typer.Typer(
     help="Generate environments (synth envs), sessions over them (synth sessions), and deduplicate tool corpora "
@@ -116,24 +117,35 @@ def envs(
             min=0.0, max=1.0, help="Audit kept tools (test calls judged by the model); drop those under this share."
         ),
     ] = None,
+    concurrency: Annotated[
+        int, typer.Option(min=1, help="Model calls in flight at once, over every stage (the output does not change).")
+    ] = 32,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the unfinished run in OUT (same fields and options).")
+    ] = False,
 ) -> None:
     """Generate model-simulated environments top down: subdomains, task families, tools, seed data.
 
     Every tool passes deterministic checks (schema lint, contract, entity dependencies) or is repaired by the model
-    (bounded) or dropped with its reason; exact duplicates are dropped. Model calls are cached in OUT/cache.sqlite:
-    a killed run continues where it stopped, and a second run makes no call and writes the same files.
+    (bounded) or dropped with its reason; exact duplicates are dropped. Every stage runs concurrently, at most
+    CONCURRENCY model calls in flight; the files do not depend on it.
+
+    Each finished unit (a field's subdomain list, a subdomain's environment, an environment's audit) is appended to
+    OUT/progress.jsonl at once. A killed run continues with --resume: no finished unit is redone, and the files are
+    those of an uninterrupted run. Without --resume, an unfinished run in OUT is refused. Model calls are cached in
+    OUT/cache.sqlite: a second run makes no call and writes the same files. A unit whose provider kept failing is
+    listed in summary.json (failed_units); the other units' files are written and the exit code is 4: run again
+    with --resume to retry it.
     """
     from toolwild.cli._common import run_async
-    from toolwild.core.files import write_json
-    from toolwild.core.formats.environment import write_environment_in
-    from toolwild.synth.envgen import SynthConfig, synth_environments
+    from toolwild.synth.envgen import SynthConfig
 
     names = [f.strip() for f in fields.split(",") if f.strip()]
     with handled_errors():
         if not names:
-            raise ConfigError("--fields names no field")
-        out.mkdir(parents=True, exist_ok=True)
-        llm = make_llm(model, base_url=base_url, cache=out / "cache.sqlite")
+            raise ConfigError(f"--fields names no field (got {fields!r}): give a comma-separated list")
+        if len(set(names)) != len(names):
+            raise ConfigError(f"--fields names a field twice: {', '.join(names)}")
         config = SynthConfig(
             subdomains_per_field=per_field,
             families_per_subdomain=families,
@@ -141,39 +153,99 @@ def envs(
             seed=seed,
             audit_threshold=audit,
             tau=tau,
+            concurrency=concurrency,
         )
+        if resume and not (out / PROGRESS).exists():
+            raise ConfigError(f"nothing to resume: {out / PROGRESS} does not exist (start the run without --resume)")
+        out.mkdir(parents=True, exist_ok=True)
+        llm = make_llm(model, base_url=base_url, cache=out / "cache.sqlite", max_connections=concurrency)
+        result = run_async(_synthesize(llm, names, config, out, resume))
+    _print_table(result, llm.usage.as_dict())
+    if result.failed_units:
+        err_console.print(
+            f"[bold red]error:[/] {len(result.failed_units)} unit(s) failed (the provider kept failing; see "
+            f"summary.json); the other units' files are written. Resume to retry: add --resume to the same command."
+        )
+        raise typer.Exit(EXIT_PROVIDER_ERRORS)
+    if not result.environments:
+        _fail_empty(result, out)
+    console.print(f"written to {out}")
 
-        async def go():
-            bar = progress_bar("[bold]synthesis", status="stage")
-            task = bar.add_task("synth", total=config.planned_steps(len(names)), stage="")
 
-            def advance(stage: str) -> None:
-                bar.update(task, advance=1, stage=stage)
+PROGRESS = "progress.jsonl"
+"""The run's unit log in OUT."""
 
-            try:
-                with bar:
-                    return await synth_environments(llm, names, config, progress=advance)
-            finally:
-                await llm.aclose()
 
-        result = run_async(go())
-        for env in result.environments:  # ids come from the model: file names made safe, kept inside --out
-            write_environment_in(out, env)
-        summary = {
-            "fields": names,
-            "environments": len(result.environments),
-            "tools_generated": result.generated,
-            "tools_repaired": result.repaired,
-            "tools_dropped": dict(sorted(result.dropped.items())),
-            "tools_kept": result.kept,
-            "failed_stages": result.failed_stages,
-            "environments_without_tools": result.empty,
-            "reliability": result.reliability,
-            "notes": result.notes,
-            "usage": llm.usage.as_dict(),
-        }
-        write_json(out / "summary.json", summary)
-        write_json(out / "drops.json", result.drops)
+async def _synthesize(llm: LLM, names: list[str], config: SynthConfig, out: Path, resume: bool) -> SynthResult:
+    """Open the unit log (new or resumed), run the synthesis with a progress bar, write the files, and mark the log
+    complete when no unit is left failed (a run with failed units stays resumable)."""
+    from toolwild.run import UnitLog, fingerprint
+    from toolwild.synth.envgen import JOB, run_identity, synth_environments
+
+    identity = run_identity(llm, names, config)
+    opener = UnitLog.resume if resume else UnitLog.start
+    try:
+        log = opener(out / PROGRESS, job=JOB, fingerprint=fingerprint(identity), identity=identity)
+    except BaseException:
+        await llm.aclose()
+        raise
+    bar = progress_bar("[bold]synthesis", status="stage")
+    task = bar.add_task("synth", total=config.planned_steps(len(names)), stage="")
+
+    def advance(stage: str) -> None:
+        bar.update(task, advance=1, stage=stage)
+
+    try:
+        with bar:
+            result = await synth_environments(llm, names, config, progress=advance, log=log)
+        _write_outputs(out, names, result, llm.usage.as_dict())
+        if not result.failed_units:
+            log.mark_complete()
+        return result
+    finally:
+        log.close()
+        await llm.aclose()
+
+
+def _write_outputs(out: Path, names: list[str], result: SynthResult, usage: dict[str, Any]) -> None:
+    """Environment files, summary.json and drops.json, in the run's fixed order; files a previous (partial) write
+    of this run left and this one does not write are removed (a resumed run's dedup may change what is kept)."""
+    from toolwild.core.files import write_json
+    from toolwild.core.formats.environment import write_environment_in
+
+    written = [write_environment_in(out, env).name for env in result.environments]  # safe names, inside --out
+    previous = _previous_files(out)
+    for name in sorted(set(previous) - set(written)):
+        (out / name).unlink(missing_ok=True)
+    summary = {
+        "fields": names,
+        "environments": len(result.environments),
+        "files": written,
+        "tools_generated": result.generated,
+        "tools_repaired": result.repaired,
+        "tools_dropped": dict(sorted(result.dropped.items())),
+        "tools_kept": result.kept,
+        "failed_stages": result.failed_stages,
+        "failed_units": result.failed_units,
+        "environments_without_tools": result.empty,
+        "reliability": result.reliability,
+        "notes": result.notes,
+        "usage": usage,
+    }
+    write_json(out / "summary.json", summary)
+    write_json(out / "drops.json", result.drops)
+
+
+def _previous_files(out: Path) -> list[str]:
+    """The environment files an earlier write of this folder listed in its summary (none if unreadable)."""
+    try:
+        listed = json.loads((out / "summary.json").read_text(encoding="utf-8")).get("files", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [n for n in listed if isinstance(n, str) and n.endswith(".env.json") and Path(n).name == n]
+
+
+def _print_table(result: SynthResult, usage: dict[str, Any]) -> None:
     table = Table(title="Environment synthesis", title_justify="left", show_header=False)
     table.add_row("environments", f"{len(result.environments):,}")
     table.add_row("tools generated", f"{result.generated:,}")
@@ -187,15 +259,16 @@ def envs(
         table.add_row("stages skipped (no valid reply)", f"{len(result.failed_stages):,} (see summary.json)")
     if result.empty:
         table.add_row("subdomains without a kept tool (not written)", f"{len(result.empty):,}")
-    total = llm.usage.as_dict()["total"]
+    for failed in result.failed_units[:10]:
+        table.add_row("[red]failed unit[/]", escape(f"{failed['unit']}: {failed['error']}"))
+    if len(result.failed_units) > 10:
+        table.add_row("[red]failed units[/]", f"… and {len(result.failed_units) - 10} more (see summary.json)")
+    total = usage["total"]
     tokens = total["prompt_tokens"] + total["completion_tokens"]
     per_tool = f"{tokens / result.kept:,.0f} tokens, ${total['cost_usd'] / result.kept:.4f}" if result.kept else "-"
     table.add_row("model calls (cache hits)", f"{total['calls']:,} ({total['cache_hits']:,})")
     table.add_row("per kept tool", per_tool)
     console.print(table)
-    if not result.environments:
-        _fail_empty(result, out)
-    console.print(f"written to {out}")
 
 
 def _fail_empty(result: SynthResult, out: Path) -> NoReturn:
@@ -207,4 +280,3 @@ def _fail_empty(result: SynthResult, out: Path) -> NoReturn:
     err_console.print(f"[red]no environment kept[/]: {escape(why)}")
     err_console.print(f"see {escape(str(out / 'summary.json'))} and {escape(str(out / 'drops.json'))}")
     raise typer.Exit(1)
-

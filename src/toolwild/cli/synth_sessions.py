@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from toolwild.cli._common import console, handled_errors, make_llm, progress_bar
+from toolwild.cli._common import EXIT_PROVIDER_ERRORS, console, handled_errors, make_llm, progress_bar
 from toolwild.errors import ConfigError
 from toolwild.llm.registry import describe_backends
 
@@ -142,8 +142,9 @@ def sessions(
         cache_path = cache or out.with_name(out.name + ".cache.sqlite")
         log_path = out.with_name(out.name + ".progress.jsonl")
         out.parent.mkdir(parents=True, exist_ok=True)
-        simulator = make_llm(env_model, base_url=base_url, cache=cache_path) if env_model else None
-        writer = make_llm(model, base_url=base_url, cache=cache_path) if model != "template" else None
+        connections = {"base_url": base_url, "cache": cache_path, "max_connections": concurrency}
+        simulator = make_llm(env_model, **connections) if env_model else None
+        writer = make_llm(model, **connections) if model != "template" else None
         handles = [load_handle(r, simulator=simulator, suite_ref=_suite_ref(r, out.parent)) for r in refs]
         config = SessionsConfig(
             n_sessions=n,
@@ -257,7 +258,7 @@ def sessions(
         raise typer.Exit(1)
     if result.failed_units:
         console.print(f"[yellow]{len(result.failed_units)} session(s) lost to the provider[/]: resume to retry them")
-        raise typer.Exit(4)
+        raise typer.Exit(EXIT_PROVIDER_ERRORS)
 
 
 class _Writer:

@@ -22,11 +22,15 @@ kept when its reliability reaches the threshold and its schema check did not fai
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import heapq
+import itertools
 import json
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -36,9 +40,9 @@ from toolwild.core.schema import example_value, normalize_schema
 from toolwild.core.tool import Tool
 from toolwild.envs.base import Observation, ToolErrorKind
 from toolwild.envs.simulated import SimulatedEnvironment
-from toolwild.errors import StructuredOutputError
+from toolwild.errors import StructuredOutputError, TransientBackendError
 from toolwild.llm.client import LLM
-from toolwild.llm.structured import generate_structured
+from toolwild.llm.structured import InvalidReply, generate_checked
 
 __all__ = [
     "AuditCall",
@@ -46,12 +50,16 @@ __all__ = [
     "CallKind",
     "JudgeVerdict",
     "LabelRow",
+    "RankedLimit",
     "ToolAudit",
     "audit_calls",
     "audit_environment",
     "calibrate",
+    "in_order",
     "load_labels",
 ]
+
+T = TypeVar("T")
 
 ROLE = "judge"
 CallKind = Literal["valid", "schema_invalid", "precondition", "edge"]
@@ -226,52 +234,168 @@ def _judge_messages(tool: Tool, arguments: dict[str, Any], expectation: str, res
 async def judge(
     llm: LLM, tool: Tool, arguments: dict[str, Any], response: Any, *, expectation: str = _EXPECT["valid"]
 ) -> JudgeVerdict:
-    """Ask the judge model about one (call, response) pair."""
-    return await generate_structured(
-        llm, _judge_messages(tool, arguments, expectation, response), JudgeVerdict, role=ROLE, max_tokens=256
+    """Ask the judge model about one (call, response) pair (the verdict's schema is made once: pydantic builds it
+    anew on every request otherwise, most of the harness's time per judge call)."""
+    return await generate_checked(
+        llm,
+        _judge_messages(tool, arguments, expectation, response),
+        _JUDGE_SCHEMA,
+        _verdict,
+        name="JudgeVerdict",
+        role=ROLE,
+        max_tokens=256,
     )
 
 
-async def _audit_tool(sim: SimulatedEnvironment, judge_llm: LLM, tool: Tool) -> ToolAudit:
-    audit = ToolAudit(tool=tool.name)
-    for index, call in enumerate(audit_calls(tool)):
-        episode = sim.reset(seed=index)
-        observation: Observation = await episode.acall(tool.name, call.arguments)
-        shown = json.loads(observation.to_text())
-        correct: bool | None
-        judged_by: Judge = "model"
-        if call.kind == "schema_invalid":  # decided by code: the schema layer must have refused it
-            judged_by = "code"
-            correct = observation.error is not None and observation.error.kind is ToolErrorKind.INVALID_ARGUMENTS
-            reason = "rejected by schema validation" if correct else "an invalid call was not rejected"
-        elif observation.error is not None and observation.error.kind is ToolErrorKind.SIMULATION_FAILED:
-            correct, reason = False, "the simulator produced no valid answer"
+_JUDGE_SCHEMA = JudgeVerdict.model_json_schema()
+
+
+def _verdict(text: str) -> JudgeVerdict:
+    """A reply as a verdict; raw control characters inside strings are tolerated (llama.cpp grammars allow them),
+    a rejection names the fields for the model to fix."""
+    try:
+        return JudgeVerdict.model_validate_json(text)
+    except ValidationError as exc:
+        try:
+            return JudgeVerdict.model_validate(json.loads(text, strict=False))
+        except (ValueError, ValidationError):
+            lines = [f"- {'.'.join(map(str, e.get('loc', ()))) or '(root)'}: {e.get('msg')}" for e in exc.errors()[:5]]
+            raise InvalidReply("\n".join(lines)) from None
+
+
+async def _audit_call(
+    sim: SimulatedEnvironment, judge_llm: LLM, tool: Tool, index: int, call: AuditCall
+) -> dict[str, Any]:
+    """One test call on a fresh episode (seeded by the call's index, so it does not depend on what ran before) and
+    its judgement."""
+    episode = sim.reset(seed=index)
+    observation: Observation = await episode.acall(tool.name, call.arguments)
+    shown = json.loads(observation.to_text())
+    correct: bool | None
+    judged_by: Judge = "model"
+    if call.kind == "schema_invalid":  # decided by code: the schema layer must have refused it
+        judged_by = "code"
+        correct = observation.error is not None and observation.error.kind is ToolErrorKind.INVALID_ARGUMENTS
+        reason = "rejected by schema validation" if correct else "an invalid call was not rejected"
+    elif observation.error is not None and observation.error.kind is ToolErrorKind.SIMULATION_FAILED:
+        correct, reason = False, "the simulator produced no valid answer"
+    else:
+        try:
+            verdict = await judge(judge_llm, tool, call.arguments, shown, expectation=_EXPECT[call.kind])
+            correct, reason = verdict.correct, verdict.reason
+        except StructuredOutputError as exc:
+            correct, reason = None, f"the judge gave no valid verdict: {str(exc).splitlines()[0]}"
+    return {
+        "kind": call.kind,
+        "arguments": call.arguments,
+        "observation": shown,
+        "correct": correct,
+        "judged_by": judged_by,
+        "reason": reason,
+    }
+
+
+async def in_order(coros: Iterable[Awaitable[T]]) -> list[T]:
+    """Await ``coros`` concurrently and return their results in the given order (never in completion order).
+
+    The first failure cancels the others and is raised as itself, not wrapped in an exception group, so a caller
+    can catch a :class:`~toolwild.errors.TransientBackendError` (the provider kept failing) as such; when a bug
+    and a provider failure happen together, the bug is raised.
+    """
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(c) for c in coros]  # type: ignore[arg-type]
+    except BaseExceptionGroup as raised:
+        errors = list(raised.exceptions)
+        bug = next((e for e in errors if not isinstance(e, TransientBackendError)), None)
+        raise bug or errors[0] from None
+    return [t.result() for t in tasks]
+
+
+_CHAIN_RANK: dict[str, int] = {"valid": 0, "edge": 0, "precondition": 1, "schema_invalid": 2}
+"""Start order of the test calls (see :class:`RankedLimit`): the valid and edge calls usually take three model
+calls (precondition, simulation, judge), a precondition-violating one two, the schema-invalid one none."""
+
+
+class RankedLimit:
+    """At most ``n`` holders at once; waiters get in by rank (lower first), then in order of arrival.
+
+    Why not a plain semaphore: its queue is first come, first served, so when many environments are audited at
+    once the last environment's three-call chains start last and the run ends on a few of them with the other
+    slots idle. Ranked, the long chains of every environment start first and the short ones fill the end.
+    """
+
+    def __init__(self, n: int) -> None:
+        if n < 1:
+            raise ValueError(f"a limit must be at least 1, got {n}")
+        self._free = n
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._arrivals = itertools.count()
+
+    @contextlib.asynccontextmanager
+    async def slot(self, rank: int = 0) -> AsyncIterator[None]:
+        """Hold one place for the block (waiting for it by ``rank``)."""
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
         else:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            heapq.heappush(self._waiters, (rank, next(self._arrivals), waiter))
             try:
-                verdict = await judge(judge_llm, tool, call.arguments, shown, expectation=_EXPECT[call.kind])
-                correct, reason = verdict.correct, verdict.reason
-            except StructuredOutputError as exc:
-                correct, reason = None, f"the judge gave no valid verdict: {str(exc).splitlines()[0]}"
-        audit.calls.append(
-            {
-                "kind": call.kind,
-                "arguments": call.arguments,
-                "observation": shown,
-                "correct": correct,
-                "judged_by": judged_by,
-                "reason": reason,
-            }
-        )
-    return audit
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():  # the place was given just before the cancel
+                    self._release()
+                raise
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        while self._waiters:
+            _rank, _arrival, waiter = heapq.heappop(self._waiters)
+            if not waiter.done():  # a cancelled waiter is skipped
+                waiter.set_result(None)
+                return
+        self._free += 1
 
 
 async def audit_environment(
-    environment: Environment, simulator: LLM, judge_llm: LLM | None = None, *, threshold: float = 0.75
+    environment: Environment,
+    simulator: LLM,
+    judge_llm: LLM | None = None,
+    *,
+    threshold: float = 0.75,
+    concurrency: int = 32,
+    limit: RankedLimit | None = None,
 ) -> tuple[Environment, list[ToolAudit]]:
     """Audit every tool; returns the environment without the tools that fail (:meth:`ToolAudit.passes`), and the
-    audits."""
+    audits (in tool order, each tool's calls in :func:`audit_calls` order).
+
+    Every test call of every tool (its simulation, then its judgement) runs at once, at most ``concurrency`` calls
+    in flight, or under ``limit`` when given (environment synthesis shares one limit over all its stages). Each
+    call runs on its own episode, so the results do not depend on the concurrency or the completion order.
+
+    Raises:
+        TransientBackendError: the provider kept failing on some call (the others are cancelled).
+    """
+    gate = limit if limit is not None else RankedLimit(concurrency)
     sim = SimulatedEnvironment(environment, simulator)
-    audits = [await _audit_tool(sim, judge_llm or simulator, t) for t in environment.tools]
+    judging = judge_llm or simulator
+
+    async def one(tool: Tool, index: int, call: AuditCall) -> dict[str, Any]:
+        async with gate.slot(_CHAIN_RANK[call.kind]):
+            return await _audit_call(sim, judging, tool, index, call)
+
+    audits = [ToolAudit(tool=t.name) for t in environment.tools]
+    plan = [
+        (audit, tool, i, call)
+        for audit, tool in zip(audits, environment.tools, strict=True)
+        for i, call in enumerate(audit_calls(tool))
+    ]
+    results = await in_order(one(tool, i, call) for _audit, tool, i, call in plan)
+    for (audit, *_rest), result in zip(plan, results, strict=True):
+        audit.calls.append(result)
     reliable = {a.tool for a in audits if a.passes(threshold)}
     kept = environment.model_copy(update={"tools": [t for t in environment.tools if t.name in reliable]})
     return kept, audits

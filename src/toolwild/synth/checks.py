@@ -6,6 +6,8 @@ tool, or recorded as the reason a tool was dropped. Nothing here calls a model.
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Iterable
 
 from jsonschema import Draft202012Validator
@@ -36,14 +38,24 @@ def schema_problems(tool: Tool) -> list[str]:
         if schema.get("type") != "object":
             problems.append(f"{label}: must be a JSON Schema of type object")
             continue
-        try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as exc:
-            problems.append(f"{label}: not valid JSON Schema: {exc.message}")
+        error = _meta_error(json.dumps(schema, sort_keys=True))
+        if error is not None:
+            problems.append(f"{label}: not valid JSON Schema: {error}")
     problems += [
         f"parameters.{f.parameter or '(root)'}: {f.message}" for f in lint_tool(tool) if f.code not in _TOLERATED
     ]
     return problems
+
+
+@functools.lru_cache(maxsize=4096)
+def _meta_error(schema_json: str) -> str | None:
+    """Why a schema (as canonical JSON) is not valid JSON Schema, or None. Cached: checking against the 2020-12
+    meta-schema takes about a millisecond, and tools of one run share many schemas (a repair resends them all)."""
+    try:
+        Draft202012Validator.check_schema(json.loads(schema_json))
+    except SchemaError as exc:
+        return exc.message
+    return None
 
 
 def contract_problems(tool: Tool) -> list[str]:

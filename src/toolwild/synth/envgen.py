@@ -1,8 +1,7 @@
 """Environment synthesis, top down: field -> subdomains -> task families -> tools (+ seed data) -> checks -> dedup.
 
-Each stage is one structured-output call through the cached :class:`~toolwild.llm.client.LLM` (temperature 0, fixed
-seed), so a second run with the same cache makes no model call and writes identical files, and a killed run
-continues where it stopped: every call that finished is in the cache.
+Each stage is one structured-output call through the cached :class:`~toolwild.llm.client.LLM` (temperature 0, the
+run's seed), so a second run with the same cache makes no model call and writes identical files.
 
 After the tools stage, deterministic checks (:mod:`toolwild.synth.checks`) judge each tool; a tool that fails is
 sent back to the model with its problems (at most ``max_repairs`` rounds) and dropped with the reason if it still
@@ -10,37 +9,69 @@ fails. Seed entities are generated for the subdomain's entity types, then the de
 consume an entity type nothing produces, the exact dedup pass runs over everything kept and, if asked, the audit
 (:mod:`toolwild.synth.audit`) drops tools whose simulation is judged correct too rarely. One environment file
 per subdomain (``llm`` backend) is written, with a report of every drop.
+
+**Concurrency.** Every stage runs as soon as what it needs is there: all fields at once, then every subdomain (its
+families, then the tools of all its families at once, repair rounds in sequence per family, then its seed data),
+then, after the global dedup, the audit of every environment (all test calls at once). One limit bounds the stage
+calls in flight (``SynthConfig.concurrency``; the model client has its own connection limit beneath it). Nothing is
+appended to shared lists as it finishes: each unit returns its own counts, drops and skipped stages, merged in
+(field, subdomain, family) order, so the output does not depend on the concurrency or on which call came back
+first. Every stage call carries the run's seed: this module draws no random numbers, so there is no stream whose
+order could matter, and two identical requests (a small model names two families alike) stay one cached call.
+
+**Units and resume.** The work is cut into units, scheduled by :class:`toolwild.run.LocalExecutor` and, when a
+:class:`toolwild.run.UnitLog` is given, appended to it the moment each finishes: one per field (its subdomain list),
+one per subdomain (its environment before dedup, with its counts), one per audited environment (keyed by the
+environment's content, so an environment that a resumed run's dedup changes is audited again; its unchanged calls
+come from the cache). A resumed run reads the finished units back and redoes none. A unit whose provider kept
+failing (:class:`~toolwild.errors.TransientBackendError` after the client's retries) is logged ``failed``, listed in
+:attr:`SynthResult.failed_units`, and the run goes on; a resumed run does it again. Any other exception is a bug:
+it ends the run (finished units are in the log).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from toolwild.core.environment import BackendKind, Environment
+from toolwild.core.jsonl import validation_to_data_error
 from toolwild.core.tool import Contract, Effect, Tool
-from toolwild.errors import StructuredOutputError
+from toolwild.errors import DataError, StructuredOutputError, TransientBackendError
 from toolwild.llm.client import LLM
 from toolwild.llm.structured import InvalidReply, generate_checked
+from toolwild.run import LocalExecutor, Unit, UnitLog, UnitRecord, UnitStatus, fingerprint
+from toolwild.synth.audit import RankedLimit, audit_environment, in_order
 from toolwild.synth.checks import CheckKind, contract_problems, dependency_problems, schema_problems
 from toolwild.synth.dedup import DedupReport, exact_dedup, tool_key
 from toolwild.synth.models import (
+    AuditOutcome,
+    Drop,
+    FailedStage,
+    Family,
     FamilyList,
+    FieldOutcome,
     FieldSpec,
     SeedData,
+    Subdomain,
     SubdomainList,
+    SubdomainOutcome,
     ToolDraft,
     ToolDraftList,
     object_schema,
 )
 
-__all__ = ["SynthConfig", "SynthResult", "synth_environments"]
+__all__ = ["JOB", "SynthConfig", "SynthResult", "run_identity", "synth_environments"]
+
+JOB = "synth-envs"
+"""The job name in the unit log."""
 
 ROLE = "synth"
 _SYSTEM = (
@@ -77,10 +108,18 @@ class SynthConfig:
     max_tokens: int = 1536
     audit_threshold: float | None = None
     """Audit every kept tool and drop those judged reliable less often than this (None: no audit)."""
+    concurrency: int = 32
+    """Stage calls in flight at once, over every stage and the audit (the output does not depend on it)."""
     tau: float | None = None
     """Semantic dedup threshold (None: exact pass only). Applied when the run has at least :data:`SEMANTIC_MIN`
     tools: the local embedding learns its weights from the corpus it dedups, and a few dozen texts are no corpus.
     Off by default: on short, uniform texts the embedding is dominated by rare tokens (see the README)."""
+
+    def identity(self) -> dict[str, Any]:
+        """The knobs that decide the output (everything but the concurrency), as a resumed run must repeat them."""
+        knobs = ("subdomains_per_field", "families_per_subdomain", "tools_per_family", "max_repairs", "seed")
+        knobs += ("max_tokens", "audit_threshold", "tau")
+        return {k: getattr(self, k) for k in knobs}
 
     def planned_steps(self, fields: int) -> int:
         """Stage calls a run plans (for a progress bar): per field one, per subdomain families + tools + seed."""
@@ -105,6 +144,8 @@ class SynthResult:
     notes: list[str] = field(default_factory=list)
     empty: list[str] = field(default_factory=list)
     """Subdomains that ended with no tool: not written, as an environment without tools serves no task."""
+    failed_units: list[dict[str, str]] = field(default_factory=list)
+    """Units whose provider kept failing (``unit``, ``error``): their part is missing; a resumed run redoes them."""
 
     @property
     def kept(self) -> int:
@@ -169,6 +210,14 @@ def bounded_schema(schema: Any, *, top: tuple[str, int] | None = None) -> Any:
     return out
 
 
+@functools.cache
+def _stage_schema(output: type[BaseModel], top: str | None, count: int) -> dict[str, Any]:
+    """A stage's bounded schema, made once per (stage, count): pydantic builds a model's schema anew on every call,
+    which cost more harness time per stage call than anything else."""
+    return bounded_schema(output.model_json_schema(), top=(top, count) if top else None)
+
+
+@functools.cache
 def _tools_schema(count: int) -> dict[str, Any]:
     """The tools stage's schema: bounded, and shaped so that the checks' structural rules hold by construction.
 
@@ -262,40 +311,144 @@ def _problems(tool: Tool) -> list[tuple[str, str]]:
     ]
 
 
+def run_identity(llm: LLM, fields: list[str], config: SynthConfig) -> dict[str, Any]:
+    """What a run is, for its unit log: the fields, the knobs that decide the output, and the generator model (kind,
+    name, endpoint without credentials; never a key). A resumed run must have the same identity."""
+    return {"fields": list(fields), **config.identity(), "model": llm.backend.identity()}
+
+
+_ORDER = 100
+"""Places in the log's order per field: the field unit, then its subdomains (at most 8), then their audits."""
+_AUDIT_AT = 50
+
+
+@dataclass
+class _Part:
+    """What a piece of work (a family, a subdomain) produced besides its tools; parts are merged in a fixed order,
+    never appended to shared lists as calls come back."""
+
+    generated: int = 0
+    repaired: int = 0
+    drops: list[Drop] = field(default_factory=list)
+    failed_stages: list[FailedStage] = field(default_factory=list)
+
+    def drop(self, tool: Tool, kind: str, reasons: list[str]) -> None:
+        self.drops.append(Drop(tool=tool_key(tool), check=kind, reasons=reasons))
+
+    def extend(self, other: _Part) -> None:
+        self.generated += other.generated
+        self.repaired += other.repaired
+        self.drops += other.drops
+        self.failed_stages += other.failed_stages
+
+
+_RESULTS: dict[str, type[BaseModel]] = {"field": FieldOutcome, "subdomain": SubdomainOutcome, "audit": AuditOutcome}
+"""The result model of each kind of unit (the key's first part)."""
+
+
+class _Store:
+    """Finished units by key: read back from the log when resuming, and every unit finished now (appended to the
+    log the moment it finishes, flushed, so a killed run keeps it)."""
+
+    def __init__(self, log: UnitLog | None) -> None:
+        self.log = log
+        self.done: dict[str, Any] = {}
+        self.failed: dict[str, str] = {}
+        if log is not None:
+            for record in log.records():
+                if record.status is UnitStatus.DONE:
+                    self.done[record.key] = self._parse(record)
+                else:
+                    self.failed[record.key] = record.error or "failed"
+
+    def _parse(self, record: UnitRecord) -> BaseModel:
+        """A logged result as its model; a record this version cannot read is a DataError naming file, line, field."""
+        assert self.log is not None
+        model = _RESULTS.get(record.key.split(":", 1)[0])
+        try:
+            if model is None:
+                raise DataError(f"unknown unit {record.key!r} (not a field, subdomain or audit unit)", field="key")
+            return model.model_validate(record.result)
+        except (ValidationError, DataError) as exc:
+            error = exc if isinstance(exc, DataError) else validation_to_data_error(exc, prefix="result")
+            line = _line_of(self.log, record.key)
+            raise DataError(
+                f"not a {JOB} unit record: {error.message}", file=self.log.path, line=line, field=error.field
+            ) from None
+
+    def finish(self, unit: Unit[Any], result: BaseModel) -> None:
+        dumped = result.model_dump(mode="json")
+        if self.log is not None:
+            self.log.append(UnitRecord(key=unit.key, order=unit.order, status=UnitStatus.DONE, result=dumped))
+        # kept as read back from JSON, so a fresh run and a resumed one build the output from the very same values
+        self.done[unit.key] = type(result).model_validate(dumped)
+        self.failed.pop(unit.key, None)
+
+    def fail(self, unit: Unit[Any], exc: BaseException) -> None:
+        error = " ".join(str(exc).split())[:300] or type(exc).__name__
+        if self.log is not None:
+            self.log.append(UnitRecord(key=unit.key, order=unit.order, status=UnitStatus.FAILED, error=error))
+        self.failed[unit.key] = error
+
+
+def _line_of(log: UnitLog, key: str) -> int | None:
+    """The line of the latest record of ``key`` (only looked up to name it in an error)."""
+    found = None
+    with log.path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and obj.get("key") == key:
+                found = number
+    return found
+
+
 class _Run:
-    def __init__(self, llm: LLM, config: SynthConfig, progress: Progress | None) -> None:
+    def __init__(self, llm: LLM, config: SynthConfig, progress: Progress | None, log: UnitLog | None = None) -> None:
         self.llm = llm
         self.config = config
         self.progress = progress or (lambda _msg: None)
         self.result = SynthResult()
+        self.limit = RankedLimit(config.concurrency)
+        """The one bound on stage calls in flight, shared by every stage and the audit."""
+        self.store = _Store(log)
 
+    # ------------------------------------------------------------------------------------------ stage calls
     async def ask(self, text: str, output: type[M], schema: dict[str, Any]) -> M:
         """One stage call: decoding follows ``schema`` (a bounded form of ``output``'s), ``output`` validates."""
-        return await generate_checked(
-            self.llm,
-            _messages(text),
-            schema,
-            _checker(output),
-            name=output.__name__,
-            role=ROLE,
-            seed=self.config.seed,
-            max_tokens=self.config.max_tokens,
-        )
+        async with self.limit.slot():
+            return await generate_checked(
+                self.llm,
+                _messages(text),
+                schema,
+                _checker(output),
+                name=output.__name__,
+                role=ROLE,
+                seed=self.config.seed,
+                max_tokens=self.config.max_tokens,
+            )
 
-    async def try_ask(self, text: str, output: type[M], what: str, *, schema: dict[str, Any] | None = None) -> M | None:
-        """Like :meth:`ask`, but a reply that never validates skips this part (recorded) instead of ending the run.
+    async def try_ask(
+        self, text: str, output: type[M], what: str, part: _Part, *, schema: dict[str, Any] | None = None
+    ) -> M | None:
+        """Like :meth:`ask`, but a reply that never validates skips this part (recorded in ``part``) instead of
+        ending the run.
 
         ``schema`` defaults to ``output``'s own, bounded (:func:`bounded_schema`), its main list capped by the count
         asked for.
         """
         if schema is None:
             top = _TOP_LISTS.get(output.__name__)
-            schema = bounded_schema(output.model_json_schema(), top=(top, self._count(output)) if top else None)
+            schema = _stage_schema(output, top, self._count(output))
         try:
-            return await self.ask(text, output, schema)
+            reply: M | None = await self.ask(text, output, schema)
         except StructuredOutputError as exc:
-            self.result.failed_stages.append({"stage": what, "error": " ".join(str(exc).split())[:300]})
-            return None
+            part.failed_stages.append(FailedStage(stage=what, error=" ".join(str(exc).split())[:300]))
+            reply = None
+        self.progress(what)
+        return reply
 
     def _count(self, output: type[BaseModel]) -> int:
         """How many items the stage asks for (the cap of its main list)."""
@@ -304,12 +457,18 @@ class _Run:
         return counts.get(output.__name__, c.tools_per_family)
 
     def drop(self, tool: Tool | str, kind: str, reasons: list[str]) -> None:
-        name = tool if isinstance(tool, str) else tool_key(tool)
-        self.result.dropped[kind] += 1
-        self.result.drops.append({"tool": name, "check": kind, "reasons": reasons})
+        """Record a drop of the global passes (dedup) in the result."""
+        self.record(Drop(tool=tool if isinstance(tool, str) else tool_key(tool), check=kind, reasons=reasons))
 
-    async def tools_for(self, field_name: str, subdomain: Any, family: Any) -> list[Tool]:
+    def record(self, drop: Drop) -> None:
+        self.result.dropped[drop.check] += 1
+        self.result.drops.append(drop.model_dump())
+
+    # ------------------------------------------------------------------------------------------ stages
+    async def tools_for(self, field_name: str, subdomain: Subdomain, family: Family) -> tuple[list[Tool], _Part]:
+        """One family's tools after the checks and (sequential) repair rounds, and what happened to the others."""
         c = self.config
+        part = _Part()
         request = (
             f"Field: {field_name}. Subdomain: {subdomain.name} ({subdomain.description}). Entity types: "
             f"{', '.join(subdomain.entities) or 'any'}.\nTask family: {family.name}: {family.description}\n"
@@ -320,17 +479,16 @@ class _Run:
         )
         schema = _tools_schema(c.tools_per_family)
         what = f"tools: {field_name} / {subdomain.name} / {family.name}"
-        reply = await self.try_ask(request, ToolDraftList, what, schema=schema)
+        reply = await self.try_ask(request, ToolDraftList, what, part, schema=schema)
         if reply is None:
-            return []
-        drafts = reply.tools[: c.tools_per_family]
+            return [], part
         prefix = f"{_slug(field_name)}__{_slug(subdomain.name)}__"
         tools = []
-        for d in drafts:
+        for d in reply.tools[: c.tools_per_family]:
             tool = _tool(d, field_name, subdomain.name, family.name)
             tool.extra["source_id"] = prefix + d.name
             tools.append(tool)
-        self.result.generated += len(tools)
+        part.generated = len(tools)
         kept: list[Tool] = []
         pending = tools
         failed_once: set[str] = set()
@@ -344,28 +502,29 @@ class _Run:
             if round_ == c.max_repairs:
                 for t in broken:
                     kinds = Counter(k for k, _ in failing[id(t)])
-                    self.drop(t, kinds.most_common(1)[0][0], [p for _, p in failing[id(t)]])
+                    part.drop(t, kinds.most_common(1)[0][0], [p for _, p in failing[id(t)]])
                 break
             listing = "\n".join(
                 f"- {t.name}: " + "; ".join(p for _, p in failing[id(t)]) + f"\n  current: {_tool_json(t)}"
                 for t in broken
             )
             repair = f"{request}\nThese tools have problems; reply with the corrected tools only:\n{listing}"
-            fixed = await self.try_ask(repair, ToolDraftList, f"repair: {field_name} / {subdomain.name}", schema=schema)
+            repair_what = f"repair: {field_name} / {subdomain.name}"
+            fixed = await self.try_ask(repair, ToolDraftList, repair_what, part, schema=schema)
             by_name = {d.name: d for d in fixed.tools} if fixed is not None else {}
             pending = []
             for t in broken:
                 draft = by_name.get(t.name)
                 if draft is None:
-                    self.drop(t, "repair", ["the repair reply did not include this tool"])
+                    part.drop(t, "repair", ["the repair reply did not include this tool"])
                     continue
                 new = _tool(draft, field_name, subdomain.name, family.name)
                 new.extra["source_id"] = t.extra["source_id"]
                 pending.append(new)
-        self.result.repaired += sum(1 for t in kept if t.name in failed_once)
-        return kept
+        part.repaired = sum(1 for t in kept if t.name in failed_once)
+        return kept, part
 
-    async def seed_for(self, field_name: str, subdomain: Any, tools: list[Tool]) -> dict[str, Any]:
+    async def seed_for(self, field_name: str, subdomain: Subdomain, tools: list[Tool], part: _Part) -> dict[str, Any]:
         types = sorted({*subdomain.entities, *(c for t in tools for c in t.consumes)})
         if not types:
             return {}
@@ -374,16 +533,17 @@ class _Run:
             f"{_MAX_SEED_RECORDS} each, with ids) for these entity types: {', '.join(types)}. Reply "
             '{"entities": {"<type>": [records]}}.'
         )
-        seed = await self.try_ask(
-            request, SeedData, f"seed data: {field_name} / {subdomain.name}", schema=_seed_schema(types, tools)
-        )
+        what = f"seed data: {field_name} / {subdomain.name}"
+        seed = await self.try_ask(request, SeedData, what, part, schema=_seed_schema(types, tools))
         if seed is None:
             return {}
         return {k: v[:_MAX_SEED_RECORDS] for k, v in sorted(seed.entities.items()) if isinstance(v, list)}
 
-    async def field(self, field_name: str) -> list[Environment]:
+    # ------------------------------------------------------------------------------------------ units
+    async def field_unit(self, field_name: str) -> FieldOutcome:
+        """A field's subdomains."""
         c = self.config
-        self.progress(f"{field_name}: subdomains")
+        part = _Part()
         reply = await self.try_ask(
             f"Field: {field_name}.\nList {c.subdomains_per_field} different subdomains of {field_name}, each an "
             'area served by one software service.\nFor each: "name" (2 to 4 words), "description" (one sentence), '
@@ -391,42 +551,107 @@ class _Run:
             "word each).",
             SubdomainList,
             f"subdomains: {field_name}",
+            part,
         )
         subdomains = reply.subdomains[: c.subdomains_per_field] if reply is not None else []
-        environments = []
-        for sub in subdomains:
-            self.progress(f"{field_name} / {sub.name}: task families")
-            listed = await self.try_ask(
-                f"Field: {field_name}. Subdomain: {sub.name} ({sub.description}).\nList "
-                f"{c.families_per_subdomain} families of tasks its users bring. For each: "
-                '"name" (2 to 5 words) and "description" (one sentence: what the user wants done).',
-                FamilyList,
-                f"task families: {field_name} / {sub.name}",
-            )
-            families = listed.families[: c.families_per_subdomain] if listed is not None else []
-            tools: list[Tool] = []
-            for family in families:
-                self.progress(f"{field_name} / {sub.name} / {family.name}: tools")
-                tools += await self.tools_for(field_name, sub, family)
-            self.progress(f"{field_name} / {sub.name}: seed data")
-            seed = await self.seed_for(field_name, sub, tools)
-            missing = dependency_problems(tools, seed)
-            for tool in [t for t in tools if t.name in missing]:
-                self.drop(tool, CheckKind.DEPENDENCY, missing[tool.name])
-            tools = [t for t in tools if t.name not in missing]
-            environments.append(
-                Environment(
-                    id=f"{_slug(field_name)}__{_slug(sub.name)}",
-                    description=sub.description,
-                    field=field_name,
-                    subdomain=sub.name,
-                    tools=tools,
-                    initial_state=seed,
-                    backend=BackendKind.LLM,
-                    source={"format": "toolwild-synth", "stakeholders": sub.stakeholders, "seed": c.seed},
+        return FieldOutcome(subdomains=subdomains, failed_stages=part.failed_stages)
+
+    async def subdomain_unit(self, field_name: str, sub: Subdomain) -> SubdomainOutcome:
+        """A subdomain's environment before dedup: its families, then every family's tools at once, then seed data
+        and the dependency check."""
+        c = self.config
+        part = _Part()
+        listed = await self.try_ask(
+            f"Field: {field_name}. Subdomain: {sub.name} ({sub.description}).\nList "
+            f"{c.families_per_subdomain} families of tasks its users bring. For each: "
+            '"name" (2 to 5 words) and "description" (one sentence: what the user wants done).',
+            FamilyList,
+            f"task families: {field_name} / {sub.name}",
+            part,
+        )
+        families = listed.families[: c.families_per_subdomain] if listed is not None else []
+        tools: list[Tool] = []
+        for family_tools, family_part in await in_order(self.tools_for(field_name, sub, f) for f in families):
+            tools += family_tools
+            part.extend(family_part)
+        seed = await self.seed_for(field_name, sub, tools, part)
+        missing = dependency_problems(tools, seed)
+        for tool in [t for t in tools if t.name in missing]:
+            part.drop(tool, CheckKind.DEPENDENCY, missing[tool.name])
+        environment = Environment(
+            id=f"{_slug(field_name)}__{_slug(sub.name)}",
+            description=sub.description,
+            field=field_name,
+            subdomain=sub.name,
+            tools=[t for t in tools if t.name not in missing],
+            initial_state=seed,
+            backend=BackendKind.LLM,
+            source={"format": "toolwild-synth", "stakeholders": sub.stakeholders, "seed": c.seed},
+        )
+        return SubdomainOutcome(
+            environment=environment,
+            generated=part.generated,
+            repaired=part.repaired,
+            drops=part.drops,
+            failed_stages=part.failed_stages,
+        )
+
+    async def audit_unit(self, env: Environment) -> AuditOutcome:
+        """An environment's audit: every test call of every tool at once, under the run's limit."""
+        threshold = self.config.audit_threshold
+        assert threshold is not None
+        _kept, audits = await audit_environment(env, self.llm, threshold=threshold, limit=self.limit)
+        self.progress(f"audit: {env.id}")
+        drops = []
+        for audit in audits:
+            if not audit.passes(threshold):  # the same rule that decided what audit_environment kept
+                reasons = [f"{c['kind']}: {c['reason']}" for c in audit.calls if not c["correct"]]
+                if audit.schema_check is False:
+                    reasons.insert(0, "schema check: an invalid call was not rejected")
+                drops.append(
+                    Drop(
+                        tool=f"{env.id}/{audit.tool}",
+                        check="audit",
+                        reasons=[f"reliability {audit.reliability:.0%}", *reasons],
+                    )
                 )
-            )
-        return environments
+        return AuditOutcome(
+            kept=[a.tool for a in audits if a.passes(threshold)],
+            reliability={a.tool: a.reliability for a in audits},
+            drops=drops,
+        )
+
+    async def units(
+        self, units: list[Unit[Any]], work: Callable[[Unit[Any]], Awaitable[BaseModel]], steps: int
+    ) -> None:
+        """Run the units not finished yet (a resumed run skips the logged ones), at most ``concurrency`` at once;
+        each is stored and logged as it finishes, a provider failure fails only its unit."""
+        todo = []
+        for unit in units:
+            if unit.key in self.store.done:
+                for _ in range(steps):
+                    self.progress(f"{unit.key} (done before)")
+            else:
+                todo.append(unit)
+        await LocalExecutor(self.config.concurrency).map(
+            todo, work, on_done=self.store.finish, on_failed=self.store.fail, failures=(TransientBackendError,)
+        )
+
+    def outcome(self, unit: Unit[Any]) -> Any:
+        """A unit's result, or None when it failed (then listed in the result's ``failed_units``)."""
+        found = self.store.done.get(unit.key)
+        if found is None:
+            self.result.failed_units.append({"unit": unit.key, "error": self.store.failed.get(unit.key, "not run")})
+        return found
+
+    def merge(self, part: FieldOutcome | SubdomainOutcome) -> None:
+        """Add a unit's counts, drops and skipped stages to the result (called in field, subdomain order)."""
+        if isinstance(part, SubdomainOutcome):
+            self.result.generated += part.generated
+            self.result.repaired += part.repaired
+            for drop in part.drops:
+                self.record(drop)
+        self.result.failed_stages += [f.model_dump() for f in part.failed_stages]
 
 
 def _tool_json(tool: Tool) -> str:
@@ -472,32 +697,95 @@ def _semantic_pass(run: _Run, environments: list[Environment]) -> None:
 
 
 async def synth_environments(
-    llm: LLM, fields: list[str], config: SynthConfig | None = None, *, progress: Progress | None = None
+    llm: LLM,
+    fields: list[str],
+    config: SynthConfig | None = None,
+    *,
+    progress: Progress | None = None,
+    log: UnitLog | None = None,
 ) -> SynthResult:
-    """Generate environments for ``fields`` (see the module docstring); the exact dedup runs over all of them."""
-    run = _Run(llm, config or SynthConfig(), progress)
+    """Generate environments for ``fields`` (see the module docstring); the exact dedup runs over all of them.
+
+    Args:
+        llm: the generator (also the simulator and judge of the audit).
+        fields: the fields, in output order.
+        config: what to generate and how many stage calls at once.
+        progress: called with a label after each stage call (and for each planned call of a unit done before).
+        log: the run's unit log (opened by the caller with :meth:`UnitLog.start` or :meth:`UnitLog.resume` and
+            :func:`run_identity`): finished units are appended to it at once, and units it holds are not redone.
+
+    Raises:
+        DataError: a unit in ``log`` that cannot be read back (file, line and field named).
+        Any bug of a unit's work (finished units are in the log); a provider that kept failing fails only its unit.
+    """
+    run = _Run(llm, config or SynthConfig(), progress, log)
+    c = run.config
+    field_units = [Unit(f"field:{i}:{name}", i * _ORDER, name) for i, name in enumerate(fields)]
+    await run.units(field_units, lambda u: run.field_unit(u.payload), steps=1)
+    field_outcomes = [run.store.done.get(u.key) for u in field_units]
+
+    sub_units: list[Unit[Any]] = []
+    for i, (name, outcome) in enumerate(zip(fields, field_outcomes, strict=True)):
+        for j, sub in enumerate(outcome.subdomains if outcome is not None else []):
+            sub_units.append(Unit(_subdomain_key(i, j, name, sub), i * _ORDER + 1 + j, (name, sub)))
+    await run.units(sub_units, lambda u: run.subdomain_unit(*u.payload), steps=2 + c.families_per_subdomain)
+
+    # merged in (field, subdomain) order, whatever order the units finished in
+    slots: list[tuple[int, int]] = []
     environments: list[Environment] = []
-    for field_name in fields:
-        environments += await run.field(field_name)
+    by_key = {u.key: u for u in sub_units}
+    for i, (unit, outcome) in enumerate(zip(field_units, field_outcomes, strict=True)):
+        if run.outcome(unit) is None:
+            continue
+        run.merge(outcome)
+        for j, sub in enumerate(outcome.subdomains):
+            done = run.outcome(by_key[_subdomain_key(i, j, fields[i], sub)])
+            if done is None:
+                continue
+            run.merge(done)
+            slots.append((i, j))
+            environments.append(done.environment.model_copy(deep=True))
+
     report = exact_dedup([t for e in environments for t in e.tools])
     _remove(run, environments, report)
     _semantic_pass(run, environments)
-    if run.config.audit_threshold is not None:
-        from toolwild.synth.audit import audit_environment
-
-        for i, env in enumerate(environments):
-            run.progress(f"{env.id}: audit")
-            kept, audits = await audit_environment(env, llm, threshold=run.config.audit_threshold)
-            for audit in audits:
-                run.result.reliability[f"{env.id}/{audit.tool}"] = audit.reliability
-                if not audit.passes(run.config.audit_threshold):  # the same rule that decided ``kept``
-                    reasons = [f"{c['kind']}: {c['reason']}" for c in audit.calls if not c["correct"]]
-                    if audit.schema_check is False:
-                        reasons.insert(0, "schema check: an invalid call was not rejected")
-                    run.drop(f"{env.id}/{audit.tool}", "audit", [f"reliability {audit.reliability:.0%}", *reasons])
-            environments[i] = kept
+    if c.audit_threshold is not None:
+        environments = await _audit(run, slots, environments)
     run.result.environments = _with_tools(run, environments)
     return run.result
+
+
+def _subdomain_key(i: int, j: int, field_name: str, sub: Subdomain) -> str:
+    """A subdomain unit's key: its place (field i, subdomain j) and its names, readable in failure lists."""
+    return f"subdomain:{i}:{j}:{field_name}/{sub.name}"
+
+
+async def _audit(run: _Run, slots: list[tuple[int, int]], environments: list[Environment]) -> list[Environment]:
+    """Audit every environment that kept a tool (one unit each, keyed by its content) and apply the outcomes in
+    order; an environment whose audit failed is left out (listed in ``failed_units``)."""
+    units = [
+        Unit(f"audit:{i}:{j}:{env.id}:{fingerprint(env.model_dump(mode='json'))[:16]}", i * _ORDER + _AUDIT_AT + j, env)
+        for (i, j), env in zip(slots, environments, strict=True)
+        if env.tools
+    ]
+    await run.units(units, lambda u: run.audit_unit(u.payload), steps=1)
+    outcomes = {id(u.payload): u for u in units}
+    audited: list[Environment] = []
+    for env in environments:
+        unit = outcomes.get(id(env))
+        if unit is None:  # no tool left to audit: named as empty below
+            audited.append(env)
+            continue
+        outcome = run.outcome(unit)
+        if outcome is None:
+            continue
+        for tool, reliability in outcome.reliability.items():
+            run.result.reliability[f"{env.id}/{tool}"] = reliability
+        for drop in outcome.drops:
+            run.record(drop)
+        kept = set(outcome.kept)
+        audited.append(env.model_copy(update={"tools": [t for t in env.tools if t.name in kept]}))
+    return audited
 
 
 def _with_tools(run: _Run, environments: list[Environment]) -> list[Environment]:

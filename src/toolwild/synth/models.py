@@ -3,6 +3,10 @@
 Field -> subdomains (with stakeholders and entity types) -> task families -> tools per family (parameters, output
 schema, contract, effect, consumed/produced entity types) and seed entities. Every stage's reply is validated against
 its model; later deterministic checks (see :mod:`toolwild.synth.checks`) judge what a schema cannot say.
+
+The last models are what a run logs per finished unit (``OUT/progress.jsonl``, see :mod:`toolwild.synth.envgen`):
+a field's subdomain list, a subdomain's environment before dedup with its counts, an environment's audit. They are
+closed shapes, so a log line edited by hand or written by another version is refused with the field named.
 """
 
 from __future__ import annotations
@@ -11,7 +15,23 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["FamilyList", "FieldSpec", "SeedData", "SubdomainList", "ToolDraft", "ToolDraftList", "object_schema"]
+from toolwild.core.environment import Environment
+
+__all__ = [
+    "AuditOutcome",
+    "Drop",
+    "FailedStage",
+    "FamilyList",
+    "FieldOutcome",
+    "FieldSpec",
+    "SeedData",
+    "Subdomain",
+    "SubdomainList",
+    "SubdomainOutcome",
+    "ToolDraft",
+    "ToolDraftList",
+    "object_schema",
+]
 
 
 Short = Annotated[str, Field(min_length=1, max_length=160)]
@@ -114,3 +134,44 @@ class SeedData(_Strict):
     """Initial entities of a subdomain's environment: entity type -> records."""
 
     entities: dict[str, list[dict[str, Any]]]
+
+
+# ------------------------------------------------------------------------------------------ unit results (the log)
+class Drop(_Strict):
+    """One tool left out, by which check, and why (a line of ``drops.json``)."""
+
+    tool: str
+    check: str
+    reasons: list[str]
+
+
+class FailedStage(_Strict):
+    """A stage call whose reply never validated: that part of the tree was skipped (the run went on)."""
+
+    stage: str
+    error: str
+
+
+class FieldOutcome(_Strict):
+    """A field unit: its subdomains (none when the stage got no valid reply, recorded in ``failed_stages``)."""
+
+    subdomains: list[Subdomain] = Field(default_factory=list)
+    failed_stages: list[FailedStage] = Field(default_factory=list)
+
+
+class SubdomainOutcome(_Strict):
+    """A subdomain unit: its environment before the (global) dedup, and what happened on the way."""
+
+    environment: Environment
+    generated: int = 0
+    repaired: int = 0
+    drops: list[Drop] = Field(default_factory=list)
+    failed_stages: list[FailedStage] = Field(default_factory=list)
+
+
+class AuditOutcome(_Strict):
+    """An audit unit: the tools that passed, every tool's reliability (in tool order), and the audit's drops."""
+
+    kept: list[str] = Field(default_factory=list)
+    reliability: dict[str, float] = Field(default_factory=dict)
+    drops: list[Drop] = Field(default_factory=list)
