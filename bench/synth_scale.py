@@ -5,13 +5,15 @@ Run: ``.venv/bin/python bench/synth_scale.py [--part envs|sessions|templates] [-
 minutes on 2 cores, most of it the 100,000 template sessions and the sequential environment run; ``--quick``
 scales every part down for a smoke run).
 
-- ``envs``: a 4-field x 4-subdomain x 4-family run with the audit on, against a scripted model that answers every
-  call after 200 ms with a valid stage reply (``toolwild.synth.scripted.stage_responder``), at concurrency 1, 16 and
-  64 (see bench/synth_envs_scale.py for how the ideal is computed).
+- ``envs``: bench/synth_envs_scale.py: a 4-field x 4-subdomain x 4-family x 4-tool run with the audit on, against a
+  scripted model that answers every call after 200 ms with a valid stage reply
+  (``toolwild.synth.scripted.stage_responder``), at concurrency 64, 16 and 1 (``--quick``: the sequential time
+  estimated as calls x latency); its docstring says how the ideal and the two-phase bound are computed.
 - ``sessions``: ``synth sessions`` as the command runs it (unit log, per-session verification, in-order assembly) on
-  an LLM-simulated environment with a model writer, both answering after 200 ms: 1,024 sessions at concurrency 64. Efficiency =
-  ideal / actual, ideal = model calls x 200 ms / 64 (a lower bound: it assumes the calls spread evenly over the 64
-  slots, true when sessions far outnumber slots). Harness CPU per model call = this process's CPU time / calls.
+  an LLM-simulated environment with a model writer, both answering after 200 ms: 1,024 sessions at concurrency 64.
+  Efficiency = ideal / actual, ideal = model calls x 200 ms / 64 (a lower bound: it assumes the calls spread evenly
+  over the 64 slots, true when sessions far outnumber slots). Harness CPU per model call = this process's CPU
+  time / calls.
 - ``templates``: ``toolwild synth sessions --env inventory --n N`` (template wording, verification on) as a
   subprocess at N = 10,000, 30,000 and 100,000: wall time and peak resident memory of the process against N, then
   the built-in ledger (its scenario templates, every write validated by beancount) at N = 1,000 for its rate.
@@ -138,7 +140,7 @@ def main() -> None:
     if "envs" in parts:
         from synth_envs_scale import main as envs_main
 
-        envs_main(quick=args.quick)
+        envs_main(skip_sequential=args.quick)
     if "sessions" in parts:
         bench_sessions(64 if args.quick else 1024)
     if "templates" in parts:
