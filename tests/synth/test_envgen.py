@@ -354,3 +354,29 @@ async def test_the_same_tool_from_two_families_is_kept_once():
     assert [t.extra["family"] for t in env.tools] == ["Status checks", "Status checks"]
     assert result.generated == 4 and dict(result.dropped) == {"dedup": 2}
     assert all(d["reasons"][0].startswith("same-name-in-field of ") for d in result.drops)
+
+
+def test_two_subdomains_named_alike_are_two_environments_not_one_file(tmp_path, monkeypatch):
+    """A model named two subdomains of a field alike: both were written to one file, the second over the first."""
+    from typer.testing import CliRunner
+
+    import toolwild.llm.registry as registry
+    from toolwild.cli.main import app
+    from toolwild.synth.scripted import stage_responder
+
+    def twins(request: ChatRequest) -> object:
+        if (request.response_format or {}).get("title") == "SubdomainList":
+            sub = {"description": "Bills.", "stakeholders": ["clerk"], "entities": ["invoice"]}
+            return json.dumps({"subdomains": [{"name": "Billing Ops", **sub}, {"name": "billing ops!", **sub}]})
+        return stage_responder(request)
+
+    monkeypatch.setattr(registry, "create_backend", lambda spec, **kw: ScriptedBackend(twins, max_connections=64))
+    out = tmp_path / "envs"
+    args = ["synth", "envs", "--fields", "finance", "--out", str(out), "--families", "1", "--tools", "2"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    files = sorted(p.name for p in out.glob("*.env.json"))
+    assert files == ["finance__billing_ops.env.json", "finance__billing_ops_2.env.json"]
+    second = load_environment(out / files[1])
+    assert second.id == "finance__billing_ops_2"
+    assert all(t.extra["source_id"].startswith("finance__billing_ops_2__") for t in second.tools)

@@ -745,6 +745,7 @@ async def synth_environments(
             run.merge(done)
             slots.append((i, j))
             environments.append(done.environment.model_copy(deep=True))
+    environments = _unique_ids(environments)
 
     report = exact_dedup([t for e in environments for t in e.tools])
     _remove(run, environments, report)
@@ -753,6 +754,33 @@ async def synth_environments(
         environments = await _audit(run, slots, environments)
     run.result.environments = _with_tools(run, environments)
     return run.result
+
+
+def _unique_ids(environments: list[Environment]) -> list[Environment]:
+    """The environments with distinct ids, in order: a later one whose id is taken gets ``_2``, ``_3``...
+
+    Why: ids are slugs of the model's subdomain names, and a model may name two subdomains of a field alike
+    ("Billing Ops", "billing ops"); both were written to one file, the second over the first, and one environment
+    was lost without a word. Its tools' source ids follow the new id, so dedup and drops tell them apart.
+    """
+    taken = {e.id for e in environments}
+    seen: set[str] = set()
+    out = []
+    for env in environments:
+        if env.id in seen:
+            n = 2
+            while f"{env.id}_{n}" in taken:
+                n += 1
+            new_id = f"{env.id}_{n}"
+            taken.add(new_id)
+            for tool in env.tools:
+                source = str(tool.extra.get("source_id", ""))
+                if source.startswith(f"{env.id}__"):
+                    tool.extra["source_id"] = f"{new_id}__{source[len(env.id) + 2 :]}"
+            env = env.model_copy(update={"id": new_id})
+        seen.add(env.id)
+        out.append(env)
+    return out
 
 
 def _subdomain_key(i: int, j: int, field_name: str, sub: Subdomain) -> str:
