@@ -7,6 +7,7 @@ model sees its reply and the validation error and tries again, a bounded number 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -69,7 +70,7 @@ async def generate_structured(
     return await generate_checked(
         llm,
         messages,
-        output_type.model_json_schema(),
+        _schema_of(output_type),
         check,
         name=output_type.__name__,
         role=role,
@@ -135,3 +136,10 @@ async def generate_checked(
                 },
             ]
     raise StructuredOutputError("unreachable", last_reply=last_text, attempts=max_attempts)  # pragma: no cover
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_of(output_type: type[BaseModel]) -> dict[str, Any]:
+    """A model's JSON Schema, built once per type (pydantic rebuilds it on every call, about a millisecond; a
+    simulated environment asks for the same verdict schema on every call). Callers only read it."""
+    return output_type.model_json_schema()
