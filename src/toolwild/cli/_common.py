@@ -104,13 +104,8 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
 def make_llm(
     model: str, *, base_url: str | None = None, cache: Path | None = None, max_connections: int | None = None
 ) -> LLM:
-    """A client for a ``--model`` value, with a response cache when a file is given (imported lazily: loading a
-    backend's SDK is only worth it for commands that call a model). ``max_connections``: calls in flight at once
-    against a remote endpoint (a command's ``--concurrency``; default: the backend's own, 16)."""
-    from toolwild.llm import registry
-    from toolwild.llm.cache import ResponseCache
-    from toolwild.llm.client import LLM
+    """A client for a ``--model`` value (:func:`toolwild.llm.registry.create_llm`; imported lazily: loading a
+    backend's SDK is only worth it for commands that call a model)."""
+    from toolwild.llm.registry import create_llm
 
-    extra = {"max_connections": max_connections} if max_connections is not None else {}
-    backend = registry.create_backend(model, base_url=base_url, **extra)
-    return LLM(backend, cache=ResponseCache(cache) if cache else None)
+    return create_llm(model, base_url=base_url, cache=cache, max_connections=max_connections)

@@ -112,6 +112,18 @@ def eval_command(
         Path | None, typer.Option(help="Also write the published WildToolBench result format here.")
     ] = None,
     skip_invalid: Annotated[bool, typer.Option(help="Skip malformed suite records (counted and listed).")] = False,
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="Where sessions run: `local` (this process) or `ray` (shards of --concurrency sessions as Ray tasks, "
+            "each running up to --concurrency at once; pip install 'toolwild[ray]'). Results are written and scored "
+            "here either way."
+        ),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="The Ray cluster (`auto`, `ray://HOST:10001`); default: start a local Ray instance."),
+    ] = None,
 ) -> None:
     """Evaluate an agent on a suite: run directory, metrics and the scoreboard.
 
@@ -125,6 +137,8 @@ def eval_command(
     lost to provider errors.
     """
     with handled_errors():
+        if executor not in ("local", "ray"):
+            raise ConfigError(f"--executor {executor!r}: choose local or ray")
         if resume is not None:
             config = _resume_config(resume, base_url)
             run_dir = resume
@@ -186,6 +200,17 @@ def eval_command(
                 try:
                     if preflight:
                         await _preflight(llm, simulator)
+                    remote = {}
+                    if executor == "ray":
+                        from toolwild.eval.runner import EvalWorker
+                        from toolwild.run.ray_executor import RayExecutor
+
+                        remote = {
+                            "executor": RayExecutor(
+                                config.concurrency, address=ray_address, shard_size=config.concurrency
+                            ),
+                            "worker": EvalWorker(config, run_dir, live_url),
+                        }
                     return await run_suite(
                         suite,
                         agent_obj,
@@ -194,6 +219,7 @@ def eval_command(
                         resume=resume is not None,
                         on_progress=show,
                         simulator=simulator,
+                        **remote,
                     )
                 finally:
                     for client in {id(c): c for c in (llm, simulator) if c is not None}.values():
@@ -210,9 +236,9 @@ def eval_command(
         metrics = compute_metrics(
             verdicts, model_name=agent_obj.name, mode=config.mode, count_provider_errors=config.count_provider_errors
         )
-        if llm is not None:
+        if llm is not None and executor == "local":  # with Ray the calls were made (and counted) in the workers
             metrics.extensions["usage"] = llm.usage.as_dict()
-        if simulator is not None and simulator is not llm:
+        if simulator is not None and simulator is not llm and executor == "local":
             metrics.extensions["simulator_usage"] = simulator.usage.as_dict()
         write_json(run_dir / "metrics.json", metrics.model_dump(mode="json"))
         if export_wtb_result is not None:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from toolwild.cli._common import EXIT_PROVIDER_ERRORS, console, handled_errors, make_llm, progress_bar
+from toolwild.cli._common import EXIT_PROVIDER_ERRORS, console, handled_errors, progress_bar
 from toolwild.errors import ConfigError
 from toolwild.llm.registry import describe_backends
 
@@ -111,6 +111,17 @@ def sessions(
             "none is made twice; sessions lost to the provider are made again.",
         ),
     ] = False,
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="Where sessions are made: `local` (this process) or `ray` (shards of 256 sessions as Ray tasks, "
+            "CONCURRENCY at once inside each; pip install 'toolwild[ray]')."
+        ),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="The Ray cluster (`auto`, `ray://HOST:10001`); default: start a local Ray instance."),
+    ] = None,
 ) -> None:
     """Generate wild sessions over any environment: verified tasks built bottom-up from its dependency graph.
 
@@ -128,10 +139,10 @@ def sessions(
     """
     from toolwild.cli._common import run_async
     from toolwild.core.files import write_json
-    from toolwild.eval.validate import Severity, SuiteSummary, avalidate_session
+    from toolwild.eval.validate import Severity, SuiteSummary
     from toolwild.run import LocalExecutor, UnitLog, fingerprint
-    from toolwild.synth.pipeline import SessionJob
-    from toolwild.synth.sessions import SessionsConfig, load_handle, session_providers
+    from toolwild.synth.pipeline import SHARD, SessionSpec, SessionWorker, run_sessions, session_key
+    from toolwild.synth.sessions import SessionsConfig
 
     with handled_errors():
         if builder not in ("auto", "graph"):
@@ -142,10 +153,8 @@ def sessions(
         cache_path = cache or out.with_name(out.name + ".cache.sqlite")
         log_path = out.with_name(out.name + ".progress.jsonl")
         out.parent.mkdir(parents=True, exist_ok=True)
-        connections = {"base_url": base_url, "cache": cache_path, "max_connections": concurrency}
-        simulator = make_llm(env_model, **connections) if env_model else None
-        writer = make_llm(model, **connections) if model != "template" else None
-        handles = [load_handle(r, simulator=simulator, suite_ref=_suite_ref(r, out.parent)) for r in refs]
+        if executor not in ("local", "ray"):
+            raise ConfigError(f"--executor {executor!r}: choose local or ray")
         config = SessionsConfig(
             n_sessions=n,
             seed=seed,
@@ -157,39 +166,56 @@ def sessions(
             distractors=distractors,
             concurrency=concurrency,
         )
-        providers = session_providers(handles, config, writer=writer, builder=builder)
-        identity = _identity(refs, config, builder, writer, simulator, verify)
+        spec = SessionSpec(
+            refs=refs,
+            suite_refs=[_suite_ref(r, out.parent) for r in refs],
+            config=config,
+            builder=builder,
+            writer=model if model != "template" else None,
+            env_model=env_model,
+            base_url=base_url,
+            cache=str(cache_path),
+            max_connections=concurrency,
+            verify=verify_session if verify else None,
+            base_dir=str(out.parent),
+        )
+        worker = SessionWorker(spec)
+        job = run_async(worker.aopen())  # the environments load here: a bad one is named before anything starts
+        identity = _identity(refs, config, builder, worker.llms.get("writer"), worker.llms.get("simulator"), verify)
         opener = UnitLog.resume if resume else UnitLog.start
         log = opener(log_path, job="synth-sessions", fingerprint=fingerprint(identity), identity=identity)
-
-        async def verify_one(session, provider):
-            # the graph builder keeps every hidden-intent label borne out by the values, so it is checked; scenario
-            # templates label by what their wording refers to, which the value check cannot always see
-            subtypes = provider.name == "graph"
-            problems = await avalidate_session(session, base_dir=out.parent, simulator=simulator, subtypes=subtypes)
-            return [{"severity": p.severity.value, "where": p.where, "message": p.message} for p in problems]
-
-        job = SessionJob(providers, [h.ref for h in handles], n, verify=verify_one if verify else None)
         done = log.done_keys()
-        if resume:
+        if resume and executor == "local":
             job.restore(r for r in log.records() if r.key in done)
+        elif resume:  # the workers need the earlier sessions of the blocks they continue (see SessionSpec.restored)
+            open_blocks = {i // SHARD for i in range(n) if session_key(i) not in done}
+            spec.restored = [
+                r.model_dump(mode="json") for r in log.records() if r.key in done and r.order // SHARD in open_blocks
+            ]
 
         async def go():
             bar = progress_bar("[bold]sessions")
             task = bar.add_task("sessions", total=n, completed=len(done))
+
+            def record(unit_record):
+                log.append(unit_record)
+                bar.advance(task)
+
             try:
                 with bar:
+                    if executor == "local":
+                        await job.run(LocalExecutor(concurrency), record=record, done=done)
+                    else:
+                        from toolwild.run.ray_executor import RayExecutor
 
-                    def record(unit_record):
-                        log.append(unit_record)
-                        bar.advance(task)
-
-                    await job.run(LocalExecutor(concurrency), record=record, done=done)
+                        remote = RayExecutor(concurrency, address=ray_address, shard_size=SHARD)
+                        shard_of = lambda unit: unit.order // SHARD  # noqa: E731
+                        await run_sessions(remote, worker, n, record=record, done=done, shard_of=shard_of)
             finally:
-                for llm in (simulator, writer):
-                    if llm is not None:
-                        await llm.aclose()
+                usage.update(worker.usage())
+                await worker.aclose()
 
+        usage: dict = {}
         with log:
             run_async(go())
             summary = SuiteSummary()
@@ -204,8 +230,8 @@ def sessions(
             log.mark_complete()
         report = {
             "suite": str(out),
-            "environments": [h.ref for h in handles],
-            "builders": {h.ref: p.name for h, p in zip(handles, providers, strict=True)},
+            "environments": job.env_refs,
+            "builders": {ref: p.name for ref, p in zip(job.env_refs, job.providers, strict=True)},
             "config": vars(config),
             "resumed": resume,
             "sessions": summary.sessions,
@@ -221,7 +247,8 @@ def sessions(
             "utterances": dict(result.utterances),
             "verified": verify,
             "problems": result.problems,
-            "usage": {name: llm.usage.as_dict() for name, llm in (("simulator", simulator), ("writer", writer)) if llm},
+            "usage": usage if executor == "local" else {"note": "kept by the Ray workers (not collected)"},
+            "executor": executor,
         }
         write_json(out.with_name(out.name + ".report.json"), report)
 
@@ -311,3 +338,17 @@ def _identity(refs, config, builder, writer, simulator, verify) -> dict:
         "env_model": simulator.backend.identity() if simulator is not None else None,
         "verify": verify,
     }
+
+
+async def verify_session(session, provider, *, simulator, base_dir) -> list[dict]:
+    """The checks of one session as it is made (module-level: a Ray worker runs it too).
+
+    The graph builder keeps every hidden-intent label borne out by the values, so it is checked; scenario templates
+    label by what their wording refers to, which the value check cannot always see.
+    """
+    from toolwild.eval.validate import avalidate_session
+
+    problems = await avalidate_session(
+        session, base_dir=Path(base_dir), simulator=simulator, subtypes=provider.name == "graph"
+    )
+    return [{"severity": p.severity.value, "where": p.where, "message": p.message} for p in problems]

@@ -33,9 +33,9 @@ from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.scoring.session import failed_session, score_session
 from toolwild.eval.session import HistoryMode, run_session
 from toolwild.llm.client import LLM
-from toolwild.run import LocalExecutor, Unit
+from toolwild.run import Executor, LocalExecutor, Unit
 
-__all__ = ["RunConfig", "RunProgress", "load_run_config", "load_run_trajectories", "run_suite"]
+__all__ = ["EvalWorker", "RunConfig", "RunProgress", "load_run_config", "load_run_trajectories", "run_suite"]
 
 TRAJECTORIES = "trajectories.jsonl"
 log = logging.getLogger(__name__)
@@ -199,6 +199,50 @@ async def _run_one(session: Session, agent: Agent, config: RunConfig, simulator:
         return ended(TrajectoryStatus.HARNESS_ERROR, f"internal error: {type(exc).__name__}: {exc}")
 
 
+class EvalWorker:
+    """Runs sessions of a run from its config, building the agent (and simulator) on first use in whatever process
+    it runs: the driver, or a Ray worker (only the config, the run directory and the live base URL travel; the URL
+    stays in memory, never in a file).
+
+    The run directory (its response cache) and the suite's environment files must be reachable from the workers at
+    the same paths: on a local Ray instance they are; on a cluster, put them on shared storage (see the README).
+    """
+
+    def __init__(self, config: RunConfig, run_dir: Path, live_base_url: str | None = None) -> None:
+        self.config = config
+        self.run_dir = Path(run_dir)
+        self.live_base_url = live_base_url
+        self._opened: tuple[Agent, LLM | None, LLM | None] | None = None
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"config": self.config, "run_dir": self.run_dir, "live_base_url": self.live_base_url}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["config"], state["run_dir"], state["live_base_url"])
+
+    async def aopen(self) -> tuple[Agent, LLM | None, LLM | None]:
+        """The agent, its model client and the simulator (built once)."""
+        if self._opened is None:
+            from toolwild.eval.build import build_agent, build_simulator
+
+            live = self.config.model_copy(update={"base_url": self.live_base_url or self.config.base_url})
+            agent, llm = build_agent(live, self.run_dir)
+            self._opened = (agent, llm, build_simulator(live, self.run_dir, llm))
+        return self._opened
+
+    async def __call__(self, unit: Unit[Session]) -> Trajectory:
+        agent, _llm, simulator = await self.aopen()
+        return await _run_one(unit.payload, agent, self.config, simulator)
+
+    async def aclose(self) -> None:
+        """Close the clients."""
+        if self._opened is not None:
+            _agent, llm, simulator = self._opened
+            for client in {id(c): c for c in (llm, simulator) if c is not None}.values():
+                await client.aclose()
+        self._opened = None
+
+
 async def run_suite(
     suite: Suite,
     agent: Agent,
@@ -208,12 +252,16 @@ async def run_suite(
     resume: bool = False,
     on_progress: Callable[[RunProgress], None] | None = None,
     simulator: LLM | None = None,
+    executor: Executor | None = None,
+    worker: EvalWorker | None = None,
 ) -> list[SessionVerdict]:
     """Run every session not yet finished in ``run_dir`` and return the verdicts of all sessions of the suite.
 
     ``simulator`` answers the calls of sessions whose environment is model-simulated (free mode). After a harness
     error no new session starts (those already running finish); sessions not run are returned as harness errors
-    ("not run"), so a resumed run picks them up.
+    ("not run"), so a resumed run picks them up. ``executor``/``worker``: run the sessions elsewhere (a
+    :class:`~toolwild.run.ray_executor.RayExecutor` with an :class:`EvalWorker`); results come back here, where
+    alone they are written and scored.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     config_path = run_dir / "config.json"
@@ -275,9 +323,9 @@ async def run_suite(
             append_trajectory(handle, traj)
             account(_score(unit.payload, traj, config.mode, Path(config.suite).parent), traj)
 
-        await LocalExecutor(config.concurrency).map(
+        await (executor or LocalExecutor(config.concurrency)).map(
             (Unit(key=s.id, order=i, payload=s) for i, s in enumerate(todo)),
-            lambda unit: _run_one(unit.payload, agent, config, simulator),
+            worker if worker is not None else (lambda unit: _run_one(unit.payload, agent, config, simulator)),
             on_done=finished,
             stop=lambda: bool(halted),
         )

@@ -7,11 +7,15 @@ that backend is asked for.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from toolwild.errors import ConfigError
 from toolwild.llm.backend import DEFAULT_REQUEST_TIMEOUT_S, Backend
 
-__all__ = ["create_backend", "describe_backends"]
+if TYPE_CHECKING:
+    from toolwild.llm.client import LLM
+
+__all__ = ["create_backend", "create_llm", "describe_backends"]
 
 
 def describe_backends() -> list[str]:
@@ -62,3 +66,19 @@ def create_backend(
             max_connections=max_connections,
         )
     raise ConfigError(f"unknown model {spec!r}; use one of: {', '.join(describe_backends())}")
+
+
+def create_llm(
+    spec: str, *, base_url: str | None = None, cache: str | Path | None = None, max_connections: int | None = None
+) -> LLM:
+    """A client for a ``--model`` value: its backend (see :func:`create_backend`), with a response cache when a file
+    is given. ``max_connections``: calls in flight at once against a remote endpoint (default: 16).
+
+    Why here and not in the CLI: a worker process (another executor) builds its own clients from the same values.
+    """
+    from toolwild.llm.cache import ResponseCache
+    from toolwild.llm.client import LLM
+
+    extra = {"max_connections": max_connections} if max_connections is not None else {}
+    backend = create_backend(spec, base_url=base_url, **extra)
+    return LLM(backend, cache=ResponseCache(cache) if cache else None)

@@ -24,7 +24,20 @@ from toolwild.errors import TransientBackendError
 from toolwild.run import Executor, Unit, UnitRecord, UnitStatus
 from toolwild.synth.providers.base import SessionOutcome, SessionProvider
 
-__all__ = ["SessionJob", "SessionsReport", "session_key"]
+__all__ = [
+    "SHARD",
+    "SessionJob",
+    "SessionSpec",
+    "SessionWorker",
+    "SessionsReport",
+    "run_sessions",
+    "session_key",
+    "session_units",
+]
+
+SHARD = 256
+"""Sessions a distributed executor keeps in one process: the ledger provider's balance block (its sessions depend on
+the earlier ones of their block, see :mod:`toolwild.synth.providers.ledger.provider`)."""
 
 Verify = Callable[[Session, SessionProvider], Awaitable[list[dict[str, Any]]]]
 """Checks one session (made by the given provider); returns its problems as ``{"severity", "where", "message"}``."""
@@ -53,6 +66,44 @@ class SessionsReport:
     """Verification problems of the kept sessions."""
 
 
+def session_units(n_sessions: int, done: set[str] = frozenset()) -> Iterator[Unit[int]]:
+    """The sessions still to make, in index order (lazily: a million-session job holds no list)."""
+    for index in range(n_sessions):
+        key = session_key(index)
+        if key not in done:
+            yield Unit(key=key, order=index, payload=index)
+
+
+async def run_sessions(
+    executor: Any,
+    work: Callable[[Unit[int]], Awaitable[dict[str, Any]]],
+    n_sessions: int,
+    *,
+    record: Callable[[UnitRecord], None],
+    done: set[str] = frozenset(),
+    **options: Any,
+) -> None:
+    """Make every session not in ``done`` with ``work`` (a job's :meth:`SessionJob.make`, or a picklable
+    :class:`SessionWorker` for a distributed executor); each finished or provider-failed unit goes to ``record`` the
+    moment the executor reports it. ``options`` go to the executor (``shard_of`` for Ray)."""
+
+    def finished(unit: Unit[int], result: dict[str, Any]) -> None:
+        record(UnitRecord(key=unit.key, order=unit.order, status=UnitStatus.DONE, result=result))
+
+    def failed(unit: Unit[int], exc: BaseException) -> None:
+        error = " ".join(str(exc).split())[:300] or type(exc).__name__
+        record(UnitRecord(key=unit.key, order=unit.order, status=UnitStatus.FAILED, error=error))
+
+    await executor.map(
+        session_units(n_sessions, done),
+        work,
+        on_done=finished,
+        on_failed=failed,
+        failures=(TransientBackendError,),
+        **options,
+    )
+
+
 class SessionJob:
     """Sessions ``0..n-1`` over environments in round robin, one provider per environment."""
 
@@ -72,13 +123,6 @@ class SessionJob:
         self.verify = verify
         self._cut: dict[int, int] = {}
         """Environment slot -> lowest index found unusable so far (later ones on that slot are not made)."""
-
-    def units(self, done: set[str] = frozenset()) -> Iterator[Unit[int]]:
-        """The sessions still to make, in index order (lazily: a million-session job holds no list)."""
-        for index in range(self.n_sessions):
-            key = session_key(index)
-            if key not in done:
-                yield Unit(key=key, order=index, payload=index)
 
     def restore(self, records: Iterable[UnitRecord]) -> None:
         """Hand the sessions of a killed run (in index order) to their providers, before any new one is made."""
@@ -115,17 +159,7 @@ class SessionJob:
         self, executor: Executor, *, record: Callable[[UnitRecord], None], done: set[str] = frozenset()
     ) -> None:
         """Make every session not in ``done``; each finished (or provider-failed) unit goes to ``record`` at once."""
-
-        def finished(unit: Unit[int], result: dict[str, Any]) -> None:
-            record(UnitRecord(key=unit.key, order=unit.order, status=UnitStatus.DONE, result=result))
-
-        def failed(unit: Unit[int], exc: BaseException) -> None:
-            error = " ".join(str(exc).split())[:300] or type(exc).__name__
-            record(UnitRecord(key=unit.key, order=unit.order, status=UnitStatus.FAILED, error=error))
-
-        await executor.map(
-            self.units(done), self.make, on_done=finished, on_failed=failed, failures=(TransientBackendError,)
-        )
+        await run_sessions(executor, self.make, self.n_sessions, record=record, done=done)
 
     def assemble(self, records: Iterable[UnitRecord], *, write: Callable[[Session], None]) -> SessionsReport:
         """Go through the records in index order: kept sessions to ``write``, everything else into the report."""
@@ -159,3 +193,96 @@ class SessionJob:
             report.problems += record.result.get("problems") or []
             write(made)
         return report
+
+
+SpecVerify = Callable[..., Awaitable[list[dict[str, Any]]]]
+"""``verify(session, provider, *, simulator, base_dir)``: a module-level function (it travels to worker processes by
+reference)."""
+
+
+@dataclass
+class SessionSpec:
+    """Everything a process needs to make the sessions of a run: the values of the command line, not objects.
+
+    Why: with a distributed executor the sessions are made in other processes (other hosts), which build their own
+    environments and model clients from this.
+    """
+
+    refs: list[str]
+    """The environments as given (built-in ids or files)."""
+    suite_refs: list[str]
+    """How the suite names them (files relative to the suite's folder)."""
+    config: Any
+    """The :class:`~toolwild.synth.sessions.SessionsConfig`."""
+    builder: str = "auto"
+    writer: str | None = None
+    """The utterance writer's ``--model`` (None: templates)."""
+    env_model: str | None = None
+    base_url: str | None = None
+    cache: str | None = None
+    """The response cache file (on a cluster: a path every worker can open, see the README)."""
+    max_connections: int | None = None
+    verify: SpecVerify | None = None
+    base_dir: str = "."
+    restored: list[dict[str, Any]] = field(default_factory=list)
+    """Unit records of a resumed run the providers need before making more (see :meth:`SessionJob.restore`)."""
+
+
+class SessionWorker:
+    """Makes sessions from a :class:`SessionSpec`, building its clients on first use in whatever process it runs
+    (the local executor runs it in the driver; a Ray shard in a worker). Picklable: only the spec travels."""
+
+    def __init__(self, spec: SessionSpec) -> None:
+        self.spec = spec
+        self.job: SessionJob | None = None
+        self.llms: dict[str, Any] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"spec": self.spec}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["spec"])
+
+    async def aopen(self) -> SessionJob:
+        """Build the environments, clients, providers and the job (once)."""
+        if self.job is not None:
+            return self.job
+        from toolwild.llm.registry import create_llm
+        from toolwild.synth.sessions import load_handle, session_providers
+
+        spec = self.spec
+        connections = {"base_url": spec.base_url, "cache": spec.cache, "max_connections": spec.max_connections}
+        simulator = create_llm(spec.env_model, **connections) if spec.env_model else None
+        writer = create_llm(spec.writer, **connections) if spec.writer else None
+        self.llms = {name: llm for name, llm in (("simulator", simulator), ("writer", writer)) if llm is not None}
+        handles = [
+            load_handle(ref, simulator=simulator, suite_ref=suite_ref)
+            for ref, suite_ref in zip(spec.refs, spec.suite_refs, strict=True)
+        ]
+        providers = session_providers(handles, spec.config, writer=writer, builder=spec.builder)
+        verify = None
+        if spec.verify is not None:
+            check, base = spec.verify, spec.base_dir
+
+            async def verify(session: Session, provider: SessionProvider) -> list[dict[str, Any]]:
+                return await check(session, provider, simulator=simulator, base_dir=base)
+
+        self.job = SessionJob(providers, [h.ref for h in handles], spec.config.n_sessions, verify=verify)
+        if spec.restored:
+            self.job.restore(UnitRecord.model_validate(r) for r in spec.restored)
+        return self.job
+
+    async def __call__(self, unit: Unit[int]) -> dict[str, Any]:
+        job = await self.aopen()
+        return await job.make(unit)
+
+    async def aclose(self) -> None:
+        """Close the clients (their caches included)."""
+        for llm in self.llms.values():
+            await llm.aclose()
+        self.llms = {}
+        self.job = None
+
+    def usage(self) -> dict[str, Any]:
+        """Model usage of the clients this worker built (the local executor's; a Ray run's stays in its workers)."""
+        return {name: llm.usage.as_dict() for name, llm in self.llms.items()}
