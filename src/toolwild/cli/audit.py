@@ -13,6 +13,7 @@ from toolwild.core.formats.environment import load_environment, write_environmen
 from toolwild.llm.registry import describe_backends
 
 if TYPE_CHECKING:
+    from toolwild.core.environment import Environment
     from toolwild.synth.audit import ToolAudit
 
 audit_app = typer.Typer(help="Audit simulated tools and calibrate the judge.", no_args_is_help=True)
@@ -65,34 +66,78 @@ def run(
     concurrency: Annotated[
         int, typer.Option(min=1, help="Test calls in flight at once, over every tool (the results do not change).")
     ] = 32,
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="Where the tools are audited: `local` (this process) or `ray` (one unit per tool, shards as Ray "
+            "tasks, CONCURRENCY calls in flight in each; pip install 'toolwild[ray]'). The results are the same."
+        ),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="The Ray cluster (`auto`, `ray://HOST:10001`); default: start a local Ray instance."),
+    ] = None,
 ) -> None:
     """Make test calls (valid, schema-invalid, precondition-violating, edge) on each tool, judge them, and print
     each tool's reliability: the share of the model-judged calls judged correct. The schema-invalid call is checked
     by code and shown apart ("schema"), not counted. The model both simulates and judges.
 
     Every test call of every tool runs at once, at most CONCURRENCY in flight (each on its own episode, so the
-    results and the report are the same at any concurrency)."""
+    results and the report are the same at any concurrency). With --executor ray each tool is a unit, run in
+    shards on the cluster; a --cache file must then be reachable by every worker at the same path."""
     from toolwild.core.files import write_json
+    from toolwild.errors import ConfigError
     from toolwild.synth.audit import audit_environment
 
     with handled_errors():
+        if executor not in ("local", "ray"):
+            raise ConfigError(f"--executor {executor!r}: choose local or ray")
         environment = load_environment(env_file)
-        llm = make_llm(model, base_url=base_url, cache=cache, max_connections=concurrency)
+        if executor == "ray":
+            kept, audits = _audit_on_ray(environment, model, base_url, cache, concurrency, threshold, ray_address)
+        else:
+            llm = make_llm(model, base_url=base_url, cache=cache, max_connections=concurrency)
 
-        async def go():
-            try:
-                with console.status(f"auditing {len(environment.tools)} tools..."):
-                    return await audit_environment(environment, llm, threshold=threshold, concurrency=concurrency)
-            finally:
-                await llm.aclose()
+            async def go():
+                try:
+                    with console.status(f"auditing {len(environment.tools)} tools..."):
+                        return await audit_environment(environment, llm, threshold=threshold, concurrency=concurrency)
+                finally:
+                    await llm.aclose()
 
-        kept, audits = run_async(go())
+            kept, audits = run_async(go())
         if out is not None:
             write_environment(kept, out)
         if report is not None:
             write_json(report, [_report_row(a, threshold) for a in audits])
     console.print(_audit_table(environment.id, audits, threshold))
     console.print(f"kept {len(kept.tools)} of {len(environment.tools)} tools (threshold {threshold:.0%})")
+
+
+def _audit_on_ray(
+    environment: Environment,
+    model: str,
+    base_url: str | None,
+    cache: Path | None,
+    concurrency: int,
+    threshold: float,
+    address: str | None,
+) -> tuple[Environment, list[ToolAudit]]:
+    """The audit as Ray tasks: one unit per tool, the tools cut into about one shard per CPU of the cluster."""
+    from toolwild.run.ray_executor import RayExecutor
+    from toolwild.synth.audit import AuditSpec, AuditWorker, audit_remote
+
+    remote = RayExecutor(concurrency, address=address)
+    remote.shard_per_cpu(len(environment.tools))  # a missing Ray or cluster is named here
+    spec = AuditSpec(
+        environment=environment,
+        model=model,
+        base_url=base_url,
+        cache=str(cache.resolve()) if cache is not None else None,
+        concurrency=concurrency,
+    )
+    with console.status(f"auditing {len(environment.tools)} tools on Ray..."):
+        return run_async(audit_remote(remote, AuditWorker(spec), threshold=threshold))
 
 
 @audit_app.command("calibrate")

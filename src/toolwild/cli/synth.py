@@ -123,6 +123,17 @@ def envs(
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue the unfinished run in OUT (same fields and options).")
     ] = False,
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="Where the units run: `local` (this process) or `ray` (shards of units as Ray tasks, each with "
+            "CONCURRENCY model calls in flight; pip install 'toolwild[ray]'). The files are the same."
+        ),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="The Ray cluster (`auto`, `ray://HOST:10001`); default: start a local Ray instance."),
+    ] = None,
 ) -> None:
     """Generate model-simulated environments top down: subdomains, task families, tools, seed data.
 
@@ -136,6 +147,10 @@ def envs(
     OUT/cache.sqlite: a second run makes no call and writes the same files. A unit whose provider kept failing is
     listed in summary.json (failed_units); the other units' files are written and the exit code is 4: run again
     with --resume to retry it.
+
+    With --executor ray the units run as Ray tasks (each phase cut into about one shard per CPU of the cluster);
+    this process alone writes OUT/progress.jsonl and the files. The workers open OUT/cache.sqlite at the same path:
+    on one host they share it; on a cluster OUT must be on storage every worker can reach.
     """
     from toolwild.cli._common import run_async
     from toolwild.synth.envgen import SynthConfig
@@ -155,12 +170,15 @@ def envs(
             tau=tau,
             concurrency=concurrency,
         )
+        if executor not in ("local", "ray"):
+            raise ConfigError(f"--executor {executor!r}: choose local or ray")
         if resume and not (out / PROGRESS).exists():
             raise ConfigError(f"nothing to resume: {out / PROGRESS} does not exist (start the run without --resume)")
+        remote = _remote(model, base_url, out, config, len(names), ray_address) if executor == "ray" else None
         out.mkdir(parents=True, exist_ok=True)
         llm = make_llm(model, base_url=base_url, cache=out / "cache.sqlite", max_connections=concurrency)
-        result = run_async(_synthesize(llm, names, config, out, resume))
-    _print_table(result, llm.usage.as_dict())
+        result = run_async(_synthesize(llm, names, config, out, resume, remote))
+    _print_table(result, llm.usage.as_dict() if remote is None else None)
     if result.failed_units:
         err_console.print(
             f"[bold red]error:[/] {len(result.failed_units)} unit(s) failed (the provider kept failing; see "
@@ -175,10 +193,39 @@ def envs(
 PROGRESS = "progress.jsonl"
 """The run's unit log in OUT."""
 
+RAY_USAGE = {"note": "made and counted in the Ray workers (not collected)"}
+"""summary.json's usage with --executor ray: the calls are made in the workers, whose clients are not this one."""
 
-async def _synthesize(llm: LLM, names: list[str], config: SynthConfig, out: Path, resume: bool) -> SynthResult:
-    """Open the unit log (new or resumed), run the synthesis with a progress bar, write the files, and mark the log
-    complete when no unit is left failed (a run with failed units stays resumable)."""
+
+def _remote(
+    model: str, base_url: str | None, out: Path, config: SynthConfig, fields: int, address: str | None
+) -> tuple[Any, Any]:
+    """The Ray executor and the worker it runs, from the run's plain values (the base URL stays in memory).
+
+    Shards: the planned subdomains over the cluster's CPUs, so the subdomain and audit phases give every CPU one
+    shard, each running its units with CONCURRENCY calls in flight (a shard per unit would leave a latency-bound
+    run with one unit per CPU at a time)."""
+    from toolwild.run.ray_executor import RayExecutor
+    from toolwild.synth.envgen import EnvSpec, EnvWorker
+
+    executor = RayExecutor(config.concurrency, address=address)
+    executor.shard_per_cpu(fields * config.subdomains_per_field)  # a missing Ray or cluster is named here
+    spec = EnvSpec(
+        model=model,
+        config=config,
+        base_url=base_url,
+        cache=str((out / "cache.sqlite").resolve()),
+        max_connections=config.concurrency,
+    )
+    return executor, EnvWorker(spec)
+
+
+async def _synthesize(
+    llm: LLM, names: list[str], config: SynthConfig, out: Path, resume: bool, remote: tuple[Any, Any] | None = None
+) -> SynthResult:
+    """Open the unit log (new or resumed), run the synthesis with a progress bar (here, or on ``remote``: an
+    executor and its worker), write the files, and mark the log complete when no unit is left failed (a run with
+    failed units stays resumable)."""
     from toolwild.run import UnitLog, fingerprint
     from toolwild.synth.envgen import JOB, run_identity, synth_environments
 
@@ -197,8 +244,11 @@ async def _synthesize(llm: LLM, names: list[str], config: SynthConfig, out: Path
 
     try:
         with bar:
-            result = await synth_environments(llm, names, config, progress=advance, log=log)
-        _write_outputs(out, names, result, llm.usage.as_dict())
+            executor, worker = remote if remote is not None else (None, None)
+            result = await synth_environments(
+                llm, names, config, progress=advance, log=log, executor=executor, worker=worker
+            )
+        _write_outputs(out, names, result, llm.usage.as_dict() if remote is None else RAY_USAGE)
         if not result.failed_units:
             log.mark_complete()
         return result
@@ -245,7 +295,8 @@ def _previous_files(out: Path) -> list[str]:
     return [n for n in listed if isinstance(n, str) and n.endswith(".env.json") and Path(n).name == n]
 
 
-def _print_table(result: SynthResult, usage: dict[str, Any]) -> None:
+def _print_table(result: SynthResult, usage: dict[str, Any] | None) -> None:
+    """The run in a table; ``usage`` None: the calls were made in Ray workers (not counted here)."""
     table = Table(title="Environment synthesis", title_justify="left", show_header=False)
     table.add_row("environments", f"{len(result.environments):,}")
     table.add_row("tools generated", f"{result.generated:,}")
@@ -263,6 +314,10 @@ def _print_table(result: SynthResult, usage: dict[str, Any]) -> None:
         table.add_row("[red]failed unit[/]", escape(f"{failed['unit']}: {failed['error']}"))
     if len(result.failed_units) > 10:
         table.add_row("[red]failed units[/]", f"… and {len(result.failed_units) - 10} more (see summary.json)")
+    if usage is None:
+        table.add_row("model calls", "made in the Ray workers (not counted here)")
+        console.print(table)
+        return
     total = usage["total"]
     tokens = total["prompt_tokens"] + total["completion_tokens"]
     per_tool = f"{tokens / result.kept:,.0f} tokens, ${total['cost_usd'] / result.kept:.4f}" if result.kept else "-"

@@ -131,6 +131,15 @@ class RayExecutor:
             ) from None
         return ray
 
+    def cpus(self) -> int:
+        """The cluster's CPUs (connecting first): callers size their shards so that every CPU gets work."""
+        return max(1, int(self.connect().cluster_resources().get("CPU", 1)))
+
+    def shard_per_cpu(self, units: int) -> None:
+        """Cut ``units`` into about one shard per CPU of the cluster (a latency-bound phase of few units would
+        otherwise leave CPUs idle, or one unit per CPU at a time)."""
+        self.shard_size = max(1, -(-units // self.cpus()))
+
     async def map(
         self,
         units: Iterable[Unit[Any]],

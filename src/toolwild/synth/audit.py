@@ -18,6 +18,10 @@ construction: two right answers out of three model-judged calls would reach 3/4 
 kept when its reliability reaches the threshold and its schema check did not fail.
 :func:`calibrate` measures the same judge against labelled rows (precision, recall, false-positive rate, where
 "positive" means "judged correct").
+
+Elsewhere: :class:`AuditWorker` audits one tool per unit in whatever process it runs (a Ray worker builds its own
+client from an :class:`AuditSpec`); :func:`audit_remote` runs those units on an executor and puts the audits back in
+tool order, the same as :func:`audit_environment` (each call's episode is seeded by its index within its tool).
 """
 
 from __future__ import annotations
@@ -43,9 +47,12 @@ from toolwild.envs.simulated import SimulatedEnvironment
 from toolwild.errors import StructuredOutputError, TransientBackendError
 from toolwild.llm.client import LLM
 from toolwild.llm.structured import InvalidReply, generate_checked
+from toolwild.run import Unit
 
 __all__ = [
     "AuditCall",
+    "AuditSpec",
+    "AuditWorker",
     "Calibration",
     "CallKind",
     "JudgeVerdict",
@@ -54,6 +61,7 @@ __all__ = [
     "ToolAudit",
     "audit_calls",
     "audit_environment",
+    "audit_remote",
     "calibrate",
     "in_order",
     "load_labels",
@@ -396,9 +404,13 @@ async def audit_environment(
     results = await in_order(one(tool, i, call) for _audit, tool, i, call in plan)
     for (audit, *_rest), result in zip(plan, results, strict=True):
         audit.calls.append(result)
+    return _without_unreliable(environment, audits, threshold), audits
+
+
+def _without_unreliable(environment: Environment, audits: list[ToolAudit], threshold: float) -> Environment:
+    """The environment with only the tools whose audit passes."""
     reliable = {a.tool for a in audits if a.passes(threshold)}
-    kept = environment.model_copy(update={"tools": [t for t in environment.tools if t.name in reliable]})
-    return kept, audits
+    return environment.model_copy(update={"tools": [t for t in environment.tools if t.name in reliable]})
 
 
 @dataclass
@@ -448,3 +460,78 @@ async def calibrate(llm: LLM, rows: Iterable[LabelRow]) -> Calibration:
         else:
             result.tn += 1
     return result
+
+
+@dataclass(frozen=True)
+class AuditSpec:
+    """What a process needs to audit tools of an environment: the environment and the model's plain values (the
+    base URL travels in memory only; ``cache``, when given, must be a path every worker can open)."""
+
+    environment: Environment
+    model: str
+    base_url: str | None = None
+    cache: str | None = None
+    concurrency: int = 32
+
+
+class AuditWorker:
+    """Audits one tool per unit (its payload: the tool's index), building its client on first use in whatever
+    process it runs. Picklable: only the spec travels. Simulator and judge are the one model, as in the CLI."""
+
+    def __init__(self, spec: AuditSpec) -> None:
+        self.spec = spec
+        self._opened: tuple[LLM, SimulatedEnvironment, RankedLimit] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"spec": self.spec}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["spec"])
+
+    async def aopen(self) -> tuple[LLM, SimulatedEnvironment, RankedLimit]:
+        """The client, the simulated environment and the limit on calls in flight (built once)."""
+        if self._opened is None:
+            from toolwild.llm.registry import create_llm
+
+            spec = self.spec
+            llm = create_llm(spec.model, base_url=spec.base_url, cache=spec.cache, max_connections=spec.concurrency)
+            self._opened = (llm, SimulatedEnvironment(spec.environment, llm), RankedLimit(spec.concurrency))
+        return self._opened
+
+    async def __call__(self, unit: Unit[int]) -> ToolAudit:
+        llm, sim, gate = await self.aopen()
+        tool = self.spec.environment.tools[unit.payload]
+
+        async def one(index: int, call: AuditCall) -> dict[str, Any]:
+            async with gate.slot(_CHAIN_RANK[call.kind]):
+                return await _audit_call(sim, llm, tool, index, call)
+
+        calls = await in_order(one(i, call) for i, call in enumerate(audit_calls(tool)))
+        return ToolAudit(tool=tool.name, calls=calls)
+
+    async def aclose(self) -> None:
+        """Close the client (its cache included)."""
+        if self._opened is not None:
+            await self._opened[0].aclose()
+        self._opened = None
+
+
+async def audit_remote(
+    executor: Any, worker: AuditWorker, *, threshold: float = 0.75
+) -> tuple[Environment, list[ToolAudit]]:
+    """:func:`audit_environment` on an executor (e.g. a :class:`~toolwild.run.ray_executor.RayExecutor`), one unit
+    per tool; the audits come back here and are put in tool order, so the result is the local one.
+
+    Raises:
+        TransientBackendError (or any error of a unit): the provider kept failing; the other units are cancelled.
+    """
+    environment = worker.spec.environment
+    units = [Unit(f"tool:{i}:{t.name}", i, i) for i, t in enumerate(environment.tools)]
+    found: dict[int, ToolAudit] = {}
+
+    def done(unit: Unit[int], audit: ToolAudit) -> None:
+        found[unit.order] = audit
+
+    await executor.map(units, worker, on_done=done)
+    audits = [found[i] for i in range(len(units))]
+    return _without_unreliable(environment, audits, threshold), audits

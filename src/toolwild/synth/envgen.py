@@ -27,6 +27,11 @@ come from the cache). A resumed run reads the finished units back and redoes non
 failing (:class:`~toolwild.errors.TransientBackendError` after the client's retries) is logged ``failed``, listed in
 :attr:`SynthResult.failed_units`, and the run goes on; a resumed run does it again. Any other exception is a bug:
 it ends the run (finished units are in the log).
+
+**Elsewhere.** Given an ``executor`` (a :class:`~toolwild.run.ray_executor.RayExecutor`) and an :class:`EnvWorker`,
+the same units run in other processes: the worker travels as plain values (:class:`EnvSpec`: model spec, base URL,
+cache path, config) and builds its own client and limit there; each unit's outcome comes back here, where alone it is
+logged and merged. Dedup and the files stay in this process, so the output is the one of the local executor.
 """
 
 from __future__ import annotations
@@ -68,7 +73,7 @@ from toolwild.synth.models import (
     object_schema,
 )
 
-__all__ = ["JOB", "SynthConfig", "SynthResult", "run_identity", "synth_environments"]
+__all__ = ["JOB", "EnvSpec", "EnvWorker", "SynthConfig", "SynthResult", "run_identity", "synth_environments"]
 
 JOB = "synth-envs"
 """The job name in the unit log."""
@@ -406,14 +411,26 @@ def _line_of(log: UnitLog, key: str) -> int | None:
 
 
 class _Run:
-    def __init__(self, llm: LLM, config: SynthConfig, progress: Progress | None, log: UnitLog | None = None) -> None:
+    def __init__(
+        self,
+        llm: LLM,
+        config: SynthConfig,
+        progress: Progress | None,
+        log: UnitLog | None = None,
+        *,
+        executor: Any = None,
+        worker: EnvWorker | None = None,
+    ) -> None:
         self.llm = llm
         self.config = config
         self.progress = progress or (lambda _msg: None)
         self.result = SynthResult()
         self.limit = RankedLimit(config.concurrency)
-        """The one bound on stage calls in flight, shared by every stage and the audit."""
+        """The one bound on stage calls in flight, shared by every stage and the audit (in this process)."""
         self.store = _Store(log)
+        self.executor = executor
+        """Where the units run (None: here, under a :class:`LocalExecutor`); with it, ``worker`` runs them."""
+        self.worker = worker
 
     # ------------------------------------------------------------------------------------------ stage calls
     async def ask(self, text: str, output: type[M], schema: dict[str, Any]) -> M:
@@ -625,7 +642,11 @@ class _Run:
         self, units: list[Unit[Any]], work: Callable[[Unit[Any]], Awaitable[BaseModel]], steps: int
     ) -> None:
         """Run the units not finished yet (a resumed run skips the logged ones), at most ``concurrency`` at once;
-        each is stored and logged as it finishes, a provider failure fails only its unit."""
+        each is stored and logged as it finishes, a provider failure fails only its unit.
+
+        With a remote executor the units run in its worker (``work`` is left aside: it is bound to this process's
+        client); the worker's stage calls report no progress here, so a finished unit advances the bar by its
+        planned ``steps``."""
         todo = []
         for unit in units:
             if unit.key in self.store.done:
@@ -633,8 +654,19 @@ class _Run:
                     self.progress(f"{unit.key} (done before)")
             else:
                 todo.append(unit)
-        await LocalExecutor(self.config.concurrency).map(
-            todo, work, on_done=self.store.finish, on_failed=self.store.fail, failures=(TransientBackendError,)
+        if self.executor is None:
+            await LocalExecutor(self.config.concurrency).map(
+                todo, work, on_done=self.store.finish, on_failed=self.store.fail, failures=(TransientBackendError,)
+            )
+            return
+
+        def finished(unit: Unit[Any], result: BaseModel) -> None:
+            self.store.finish(unit, result)
+            for _ in range(steps):
+                self.progress(unit.key)
+
+        await self.executor.map(
+            todo, self.worker, on_done=finished, on_failed=self.store.fail, failures=(TransientBackendError,)
         )
 
     def outcome(self, unit: Unit[Any]) -> Any:
@@ -703,6 +735,8 @@ async def synth_environments(
     *,
     progress: Progress | None = None,
     log: UnitLog | None = None,
+    executor: Any = None,
+    worker: EnvWorker | None = None,
 ) -> SynthResult:
     """Generate environments for ``fields`` (see the module docstring); the exact dedup runs over all of them.
 
@@ -713,12 +747,17 @@ async def synth_environments(
         progress: called with a label after each stage call (and for each planned call of a unit done before).
         log: the run's unit log (opened by the caller with :meth:`UnitLog.start` or :meth:`UnitLog.resume` and
             :func:`run_identity`): finished units are appended to it at once, and units it holds are not redone.
+        executor: run the units elsewhere (a :class:`~toolwild.run.ray_executor.RayExecutor`), with ``worker``
+            (built from the same model and ``config``); ``llm`` then makes no call. None: here.
+        worker: the picklable :class:`EnvWorker` the executor runs.
 
     Raises:
         DataError: a unit in ``log`` that cannot be read back (file, line and field named).
         Any bug of a unit's work (finished units are in the log); a provider that kept failing fails only its unit.
     """
-    run = _Run(llm, config or SynthConfig(), progress, log)
+    if (executor is None) != (worker is None):
+        raise ValueError("a remote executor needs its worker, and a worker its executor")
+    run = _Run(llm, config or SynthConfig(), progress, log, executor=executor, worker=worker)
     c = run.config
     field_units = [Unit(f"field:{i}:{name}", i * _ORDER, name) for i, name in enumerate(fields)]
     await run.units(field_units, lambda u: run.field_unit(u.payload), steps=1)
@@ -822,3 +861,62 @@ def _with_tools(run: _Run, environments: list[Environment]) -> list[Environment]
         if not env.tools:
             run.result.empty.append(env.id)
     return [e for e in environments if e.tools]
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What a process needs to run units of a synthesis: the values of the command line, not objects.
+
+    Why: with a distributed executor the units run in other processes (other hosts), which build their own model
+    client from this. ``base_url`` travels in memory only (never written to a file); ``cache`` must be a path every
+    worker can open (on one host: OUT/cache.sqlite, shared by all workers; on a cluster: shared storage).
+    """
+
+    model: str
+    config: SynthConfig
+    base_url: str | None = None
+    cache: str | None = None
+    max_connections: int | None = None
+
+
+class EnvWorker:
+    """Runs field, subdomain and audit units from an :class:`EnvSpec`, building its client (and the limit on stage
+    calls in flight, ``config.concurrency``) on first use in whatever process it runs. Picklable: only the spec
+    travels."""
+
+    def __init__(self, spec: EnvSpec) -> None:
+        self.spec = spec
+        self._run: _Run | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"spec": self.spec}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["spec"])
+
+    async def aopen(self) -> _Run:
+        """The client and the stage machinery (built once); nothing is logged or merged here."""
+        if self._run is None:
+            from toolwild.llm.registry import create_llm
+
+            spec = self.spec
+            llm = create_llm(spec.model, base_url=spec.base_url, cache=spec.cache, max_connections=spec.max_connections)
+            self._run = _Run(llm, spec.config, None)
+        return self._run
+
+    async def __call__(self, unit: Unit[Any]) -> BaseModel:
+        run = await self.aopen()
+        kind = unit.key.split(":", 1)[0]
+        if kind == "field":
+            return await run.field_unit(unit.payload)
+        if kind == "subdomain":
+            return await run.subdomain_unit(*unit.payload)
+        if kind == "audit":
+            return await run.audit_unit(unit.payload)
+        raise ValueError(f"unknown unit {unit.key!r} (not a field, subdomain or audit unit)")
+
+    async def aclose(self) -> None:
+        """Close the client (its cache included)."""
+        if self._run is not None:
+            await self._run.llm.aclose()
+        self._run = None
