@@ -236,10 +236,11 @@ def eval_command(
         metrics = compute_metrics(
             verdicts, model_name=agent_obj.name, mode=config.mode, count_provider_errors=config.count_provider_errors
         )
-        if llm is not None and executor == "local":  # with Ray the calls were made (and counted) in the workers
-            metrics.extensions["usage"] = llm.usage.as_dict()
-        if simulator is not None and simulator is not llm and executor == "local":
-            metrics.extensions["simulator_usage"] = simulator.usage.as_dict()
+        remote_usage = {"note": "made and counted in the Ray workers (not collected)"}
+        if llm is not None:  # with Ray the calls were made (and counted) in the workers
+            metrics.extensions["usage"] = llm.usage.as_dict() if executor == "local" else remote_usage
+        if simulator is not None and simulator is not llm:
+            metrics.extensions["simulator_usage"] = simulator.usage.as_dict() if executor == "local" else remote_usage
         write_json(run_dir / "metrics.json", metrics.model_dump(mode="json"))
         if export_wtb_result is not None:
             trajectories = load_run_trajectories(run_dir)

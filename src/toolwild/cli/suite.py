@@ -29,6 +29,8 @@ def ledger(
     ] = False,
     concurrency: Annotated[int, typer.Option(min=1, help="Sessions made at once.")] = 32,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run (see `synth sessions`).")] = False,
+    executor: Annotated[str, typer.Option(help="`local` or `ray` (see `synth sessions`).")] = "local",
+    ray_address: Annotated[str | None, typer.Option(help="The Ray cluster (see `synth sessions`).")] = None,
 ) -> None:
     """Generate the Beancount ledger suite (gold calls replayed on real ledgers) and write it.
 
@@ -44,4 +46,6 @@ def ledger(
         verify=verify,
         concurrency=concurrency,
         resume=resume,
+        executor=executor,
+        ray_address=ray_address,
     )
