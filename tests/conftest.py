@@ -64,3 +64,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             f"{reason}\nA test that needs the shared fixtures (../shared/fixtures beside the project) skipped, and "
             f"{variables} is set: fixture-dependent tests must run here, not skip."
         )
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A local Ray instance (2 CPUs, like the CI machine) shared by a test module; the CLI reuses it."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'toolwild[ray]')")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()

@@ -13,11 +13,7 @@ from toolwild.cli.main import app
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'toolwild[ray]')")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("local_ray")
 
 
 def run(*args: str):

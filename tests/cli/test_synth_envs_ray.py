@@ -23,11 +23,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'tool
 OPTIONS = ["--fields", "finance,healthcare", "--per-field", "2", "--families", "2", "--tools", "2", "--audit", "0.75"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("local_ray")
 
 
 FAILING: set[str] = set()

@@ -22,11 +22,7 @@ from ray import cloudpickle  # noqa: E402  (vendored by Ray)
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import a test module
 
 
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("local_ray")
 
 
 class Doubler:

@@ -6,14 +6,14 @@ import asyncio
 from collections.abc import Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from toolwild.core.jsonl import LoadReport
-from toolwild.errors import HarnessError, ToolwildError
+from toolwild.errors import ConfigError, HarnessError, ToolwildError
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -99,6 +99,20 @@ def run_async(coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run(coro)
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         return runner.run(coro)
+
+
+EXECUTORS = ("local", "ray")
+RayAddressOption = Annotated[
+    str | None,
+    typer.Option(help="The Ray cluster (`auto`, `ray://HOST:10001`); default: start a local Ray instance."),
+]
+"""``--ray-address``, the same on every command that takes ``--executor``."""
+
+
+def check_executor(executor: str) -> None:
+    """Refuse an ``--executor`` value other than ``local`` or ``ray``."""
+    if executor not in EXECUTORS:
+        raise ConfigError(f"--executor {executor!r}: choose {' or '.join(EXECUTORS)}")
 
 
 def make_llm(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from toolwild.cli._common import console, handled_errors, make_llm, run_async
+from toolwild.cli._common import RayAddressOption, check_executor, console, handled_errors, make_llm, run_async
 from toolwild.core.formats.environment import load_environment, write_environment
 from toolwild.llm.registry import describe_backends
 
@@ -73,10 +73,7 @@ def run(
             "tasks, CONCURRENCY calls in flight in each; pip install 'toolwild[ray]'). The results are the same."
         ),
     ] = "local",
-    ray_address: Annotated[
-        str | None,
-        typer.Option(help="The Ray cluster (`auto`, `ray://HOST:10001`); default: start a local Ray instance."),
-    ] = None,
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Make test calls (valid, schema-invalid, precondition-violating, edge) on each tool, judge them, and print
     each tool's reliability: the share of the model-judged calls judged correct. The schema-invalid call is checked
@@ -86,12 +83,10 @@ def run(
     results and the report are the same at any concurrency). With --executor ray each tool is a unit, run in
     shards on the cluster; a --cache file must then be reachable by every worker at the same path."""
     from toolwild.core.files import write_json
-    from toolwild.errors import ConfigError
     from toolwild.synth.audit import audit_environment
 
     with handled_errors():
-        if executor not in ("local", "ray"):
-            raise ConfigError(f"--executor {executor!r}: choose local or ray")
+        check_executor(executor)
         environment = load_environment(env_file)
         if executor == "ray":
             kept, audits = _audit_on_ray(environment, model, base_url, cache, concurrency, threshold, ray_address)

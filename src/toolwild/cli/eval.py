@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from toolwild.cli._common import (
+    RayAddressOption,
+    check_executor,
     console,
     err_console,
     handled_errors,
@@ -120,10 +122,7 @@ def eval_command(
             "here either way."
         ),
     ] = "local",
-    ray_address: Annotated[
-        str | None,
-        typer.Option(help="The Ray cluster (`auto`, `ray://HOST:10001`); default: start a local Ray instance."),
-    ] = None,
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Evaluate an agent on a suite: run directory, metrics and the scoreboard.
 
@@ -137,8 +136,7 @@ def eval_command(
     lost to provider errors.
     """
     with handled_errors():
-        if executor not in ("local", "ray"):
-            raise ConfigError(f"--executor {executor!r}: choose local or ray")
+        check_executor(executor)
         if resume is not None:
             config = _resume_config(resume, base_url)
             run_dir = resume

@@ -10,7 +10,16 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from toolwild.cli._common import EXIT_PROVIDER_ERRORS, console, err_console, handled_errors, make_llm, progress_bar
+from toolwild.cli._common import (
+    EXIT_PROVIDER_ERRORS,
+    RayAddressOption,
+    check_executor,
+    console,
+    err_console,
+    handled_errors,
+    make_llm,
+    progress_bar,
+)
 from toolwild.cli.synth_sessions import sessions
 from toolwild.core.files import write_text_atomic
 from toolwild.core.formats.synthtools import load_synthtools_dir, write_tools_jsonl
@@ -130,10 +139,7 @@ def envs(
             "CONCURRENCY model calls in flight; pip install 'toolwild[ray]'). The files are the same."
         ),
     ] = "local",
-    ray_address: Annotated[
-        str | None,
-        typer.Option(help="The Ray cluster (`auto`, `ray://HOST:10001`); default: start a local Ray instance."),
-    ] = None,
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Generate model-simulated environments top down: subdomains, task families, tools, seed data.
 
@@ -170,8 +176,7 @@ def envs(
             tau=tau,
             concurrency=concurrency,
         )
-        if executor not in ("local", "ray"):
-            raise ConfigError(f"--executor {executor!r}: choose local or ray")
+        check_executor(executor)
         if resume and not (out / PROGRESS).exists():
             raise ConfigError(f"nothing to resume: {out / PROGRESS} does not exist (start the run without --resume)")
         remote = _remote(model, base_url, out, config, len(names), ray_address) if executor == "ray" else None

@@ -8,7 +8,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from toolwild.cli._common import EXIT_PROVIDER_ERRORS, console, handled_errors, progress_bar
+from toolwild.cli._common import (
+    EXIT_PROVIDER_ERRORS,
+    RayAddressOption,
+    check_executor,
+    console,
+    handled_errors,
+    progress_bar,
+)
 from toolwild.errors import ConfigError
 from toolwild.llm.registry import describe_backends
 
@@ -118,10 +125,7 @@ def sessions(
             "CONCURRENCY at once inside each; pip install 'toolwild[ray]')."
         ),
     ] = "local",
-    ray_address: Annotated[
-        str | None,
-        typer.Option(help="The Ray cluster (`auto`, `ray://HOST:10001`); default: start a local Ray instance."),
-    ] = None,
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Generate wild sessions over any environment: verified tasks built bottom-up from its dependency graph.
 
@@ -153,8 +157,7 @@ def sessions(
         cache_path = cache or out.with_name(out.name + ".cache.sqlite")
         log_path = out.with_name(out.name + ".progress.jsonl")
         out.parent.mkdir(parents=True, exist_ok=True)
-        if executor not in ("local", "ray"):
-            raise ConfigError(f"--executor {executor!r}: choose local or ray")
+        check_executor(executor)
         config = SessionsConfig(
             n_sessions=n,
             seed=seed,
