@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
-import socket
 import subprocess
 import sys
 import tempfile
@@ -65,40 +64,27 @@ def bench_cpu(tmp: Path, n: int) -> None:
 
 
 def bench_latency(tmp: Path) -> None:
-    from runner import LATENCY_S, _port
+    from runner import fake_server
     from scoring import synthetic_suite
 
     from toolwild.core.formats.wtb import write_wtb_suite
 
     suite_path = tmp / "suite.jsonl"
     write_wtb_suite(synthetic_suite(), suite_path)
-    port = _port()
-    server = subprocess.Popen([sys.executable, str(HERE / "runner.py"), "--serve", str(suite_path), str(port),
-                               str(LATENCY_S)])  # fmt: skip
-    try:
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with fake_server(suite_path) as base_url:
         walls = {}
         for executor in ("local", "ray"):
             walls[executor] = _timed(
                 [*TOOLWILD, "eval", "--suite", str(suite_path), "--model", "openai:fake-model", "--base-url",
-                 f"http://127.0.0.1:{port}/v1", "--concurrency", "64", "--runs-dir", str(tmp), "--name",
+                 base_url, "--concurrency", "64", "--runs-dir", str(tmp), "--name",
                  f"eval-{executor}", "--no-preflight", "--executor", executor]
             )  # fmt: skip
         same = _figures(tmp / "eval-local") == _figures(tmp / "eval-ray")
         print(
             f"latency-bound, eval of 256 sessions (2,232 calls of 200 ms) at concurrency 64: local "
             f"{walls['local']:.1f} s, Ray {walls['ray']:.1f} s ({'same metrics' if same else 'METRICS DIFFER'}; "
-            "the Ray run's metrics lack the usage block, kept by the workers)"
+            "usage blocks aside: a Ray run counts them in its workers)"
         )
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 def _figures(run_dir: Path) -> dict:

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -81,6 +83,26 @@ def _serve(suite_path: str, port: int, latency: float) -> None:
         await send({"type": "http.response.body", "body": body})
 
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", access_log=False)
+
+
+@contextlib.contextmanager
+def fake_server(suite_path: Path, latency_s: float = LATENCY_S) -> Iterator[str]:
+    """The fake server of :func:`_serve` in its own process, answering every call with the suite's gold after
+    ``latency_s``; yields its ``/v1`` base URL once it accepts connections (also used by bench/distributed.py)."""
+    port = _port()
+    server = subprocess.Popen([sys.executable, __file__, "--serve", str(suite_path), str(port), str(latency_s)])
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 def _port() -> int:
@@ -168,17 +190,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="toolwild-bench-"))
     suite_path = tmp / "suite.jsonl"
     write_wtb_suite(suite, suite_path)
-    port = _port()
-    server = subprocess.Popen([sys.executable, __file__, "--serve", str(suite_path), str(port), str(LATENCY_S)])
-    try:
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        base_url = f"http://127.0.0.1:{port}/v1"
+    with fake_server(suite_path) as base_url:
         from toolwild.core.session import Suite
         from toolwild.eval.agents.oracle import oracle_steps
 
@@ -199,9 +211,6 @@ def main() -> None:
                 f" ideal {ideal:7.2f} s, efficiency {ideal / wall:5.2f},"
                 f" harness CPU {cpu / calls * 1000:5.2f} ms per call"
             )
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 if __name__ == "__main__":

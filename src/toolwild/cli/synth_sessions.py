@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Annotated
 
@@ -143,6 +144,7 @@ def sessions(
     """
     from toolwild.cli._common import run_async
     from toolwild.core.files import write_json
+    from toolwild.core.formats.wtb import WtbSuiteWriter
     from toolwild.eval.validate import Severity, SuiteSummary
     from toolwild.run import LocalExecutor, UnitLog, fingerprint
     from toolwild.synth.pipeline import SHARD, SessionSpec, SessionWorker, run_sessions, session_key
@@ -222,12 +224,15 @@ def sessions(
         with log:
             run_async(go())
             summary = SuiteSummary()
-            with _Writer(out) as suite_file, _Writer(published, published=True) as published_file:
+            with contextlib.ExitStack() as files:
+                writers = [files.enter_context(WtbSuiteWriter(out))]
+                if published is not None:
+                    writers.append(files.enter_context(WtbSuiteWriter(published, published=True)))
 
                 def write(session):
                     summary.add(session)
-                    suite_file.write(session)
-                    published_file.write(session)
+                    for writer in writers:
+                        writer.write(session)
 
                 result = job.assemble(log.records(), write=write)
             log.mark_complete()
@@ -289,38 +294,6 @@ def sessions(
     if result.failed_units:
         console.print(f"[yellow]{len(result.failed_units)} session(s) lost to the provider[/]: resume to retry them")
         raise typer.Exit(EXIT_PROVIDER_ERRORS)
-
-
-class _Writer:
-    """A suite file written one session at a time to a temporary file, put in place only when complete."""
-
-    def __init__(self, path: Path | None, *, published: bool = False) -> None:
-        self.path = path
-        self.published = published
-        self._handle = None
-
-    def __enter__(self) -> _Writer:
-        if self.path is not None:
-            self._tmp = self.path.with_name(self.path.name + ".tmp")
-            self._handle = self._tmp.open("w", encoding="utf-8")
-        return self
-
-    def write(self, session) -> None:
-        import json
-
-        from toolwild.core.formats.wtb import session_to_wtb
-
-        if self._handle is not None:
-            self._handle.write(json.dumps(session_to_wtb(session, published=self.published), ensure_ascii=False) + "\n")
-
-    def __exit__(self, exc_type, *_rest) -> None:
-        if self._handle is None:
-            return
-        self._handle.close()
-        if exc_type is None:
-            self._tmp.replace(self.path)
-        else:
-            self._tmp.unlink(missing_ok=True)
 
 
 def _identity(refs, config, builder, writer, simulator, verify) -> dict:

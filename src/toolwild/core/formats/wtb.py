@@ -18,7 +18,7 @@ from toolwild.core.session import Session, Suite
 from toolwild.core.task import Action, GoldNode, Task, TaskType, TurnSubtype
 from toolwild.errors import DataError
 
-__all__ = ["check_id", "load_wtb_suite", "session_from_wtb", "session_to_wtb", "write_wtb_suite"]
+__all__ = ["WtbSuiteWriter", "check_id", "load_wtb_suite", "session_from_wtb", "session_to_wtb", "write_wtb_suite"]
 
 _KNOWN_KEYS = (
     "id",
@@ -274,16 +274,45 @@ def load_wtb_suite(
     return suite, report
 
 
+class WtbSuiteWriter:
+    """A suite file written one session at a time (as WildToolBench JSONL), to a temporary file beside it that is put
+    in place only when the ``with`` block ends without an error (and removed otherwise).
+
+    Why: a generated suite of 100,000 sessions is never held in memory, and a killed or failed write never leaves a
+    half-written suite where a complete one is expected.
+    """
+
+    def __init__(self, path: str | Path, *, published: bool = False) -> None:
+        self.path = Path(path)
+        self.published = published
+        self._tmp = self.path.with_name(self.path.name + ".tmp")
+        self._handle: Any = None
+        self._index = 0
+
+    def __enter__(self) -> WtbSuiteWriter:
+        self._handle = self._tmp.open("w", encoding="utf-8")
+        return self
+
+    def write(self, session: Session) -> None:
+        """Append one session (see :func:`session_to_wtb`)."""
+        record = session_to_wtb(session, published=self.published)
+        if "id" not in record and session.id != f"wild_tool_bench_{self._index}":
+            # a record read without an id got it from its line; at another line it would get another id
+            record = {"id": session.id, **record}
+        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._index += 1
+
+    def __exit__(self, exc_type: object, *_rest: object) -> None:
+        self._handle.close()
+        if exc_type is None:
+            self._tmp.replace(self.path)
+        else:
+            self._tmp.unlink(missing_ok=True)
+
+
 def write_wtb_suite(suite: Suite, path: str | Path, *, published: bool = False) -> None:
     """Write a suite as WildToolBench JSONL (one record per line, UTF-8, not ASCII-escaped; ``published``: see
     :func:`session_to_wtb`)."""
-    p = Path(path)
-    tmp = p.with_suffix(p.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for index, s in enumerate(suite.sessions):
-            record = session_to_wtb(s, published=published)
-            if "id" not in record and s.id != f"wild_tool_bench_{index}":
-                # a record read without an id got it from its line; at another line it would get another id
-                record = {"id": s.id, **record}
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    tmp.replace(p)
+    with WtbSuiteWriter(path, published=published) as writer:
+        for session in suite.sessions:
+            writer.write(session)
