@@ -120,7 +120,7 @@ def test_an_owned_stride_is_made_in_any_start_order():
     in_order = asyncio.run(_make_all(LedgerTemplates(seed=3, stride=2, offset=1), [1, 3, 5, 7]))
     shuffled = asyncio.run(_make_all(LedgerTemplates(seed=3, stride=2, offset=1), [7, 3, 5, 1]))
     assert shuffled == in_order
-    assert all(json.loads(r)["id"] == f"wild_tool_bench_{i}" for i, r in in_order.items() if r)
+    assert all(json.loads(r)["id"] == f"ledger_{i}" for i, r in in_order.items() if r)
 
 
 def test_blocks_of_256_are_independent():

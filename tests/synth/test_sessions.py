@@ -15,7 +15,7 @@ from library_env import LIBRARY, call_of, library_model
 from toolwild.core.formats.environment import write_environment
 from toolwild.core.formats.wtb import load_wtb_suite, session_to_wtb
 from toolwild.core.formats.wtb_envs import environment_from_session
-from toolwild.core.hidden_intent import mentions
+from toolwild.core.hidden_intent import mentions, scalar_values
 from toolwild.core.patterns import ALL_PATTERNS
 from toolwild.core.session import Suite
 from toolwild.core.task import CoarseType, NodeKind, TaskType, TurnSubtype
@@ -25,7 +25,6 @@ from toolwild.llm.cache import CacheMode, ResponseCache
 from toolwild.llm.client import LLM
 from toolwild.llm.types import ChatRequest
 from toolwild.synth.sessions import SessionsConfig, SessionsResult, load_handle, synth_sessions
-from toolwild.synth.tasks import _VAGUE
 from toolwild.synth.utterances import Wording, wording_problems
 
 FIXTURE = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "wildtoolbench"
@@ -92,7 +91,8 @@ def test_clarify_tasks_ask_for_withheld_values_and_vague_replies_force_a_second_
         assert not mentions(task.utterance, call.action.arguments[missing])
         if len(asks) == 2:
             twice += 1
-            assert asks[0].user_input in _VAGUE and asks[1].dependency_list == [asks[0].idx]
+            assert not mentions(asks[0].user_input, call.action.arguments[missing])  # vague: leaves the choice
+            assert asks[1].dependency_list == [asks[0].idx]
             assert mentions(asks[1].user_input, call.action.arguments[missing])
     assert 0.15 < twice / len(clarify) < 0.55
 
@@ -157,7 +157,7 @@ def test_a_parent_result_without_the_value_drops_the_chain(tmp_path):
         for task in session.tasks:
             for node in task.call_nodes:
                 if node.name == "list_books":
-                    assert not any(0 in n.dependency_list for n in task.call_nodes if n.idx != node.idx)
+                    assert not any(node.idx in n.dependency_list for n in task.call_nodes if n.idx != node.idx)
 
 
 def test_a_replay_environment_only_makes_recorded_calls(tmp_path):
@@ -195,6 +195,12 @@ def test_model_written_utterances_are_checked_and_fall_back_to_templates():
     def writer(request: ChatRequest) -> str:
         calls.append(request)
         brief = json.loads(request.messages[1]["content"])
+        if "tool calls and results" in brief:  # the answer writer: one value of each result; JSON for a list
+            results = [c["result"] for c in brief["tool calls and results"]]
+            if any(isinstance(r, list) for r in results):
+                return json.dumps({"answer": json.dumps(results)})
+            values = [next(iter(scalar_values(r)), "done") for r in results]
+            return json.dumps({"answer": "Model says: " + "; ".join(map(str, values)) + "."})
         said = [v for c in brief["the request asks for"] if isinstance(c, dict) for v in c["say"].values()]
         hidden = brief["do not say"]
         if hidden:  # a careless writer: names the referenced value outright
@@ -205,9 +211,13 @@ def test_model_written_utterances_are_checked_and_fall_back_to_templates():
     result = asyncio.run(synth_sessions(handles, SessionsConfig(n_sessions=8), writer=LLM(ScriptedBackend(writer))))
     assert result.utterances["model"] > 0 and result.utterances["template-fallback"] > 0
     assert sum(result.utterances.values()) == 32
+    assert result.answers["model"] > 0 and result.answers["template-fallback"] > 0  # raw JSON is refused
     for session in result.suite.sessions:
         for task, source in zip(session.tasks, session.extra["utterance_sources"], strict=True):
-            assert task.utterance.startswith("Hey") == (source == "model")
+            assert task.utterance.startswith("Hey, could you sort this out") == (source == "model")
+        tool_tasks = [t for t in session.tasks if t.call_nodes]
+        for task, source in zip(tool_tasks, session.extra["answer_sources"], strict=True):
+            assert task.gold[-1].observation.startswith("Model says") == (source == "model")
     assert problems_of(result.suite) == []
 
 

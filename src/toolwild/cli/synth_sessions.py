@@ -139,12 +139,15 @@ def sessions(
     verified (oracle at 100% in both modes, gold calls replayed, subtype labels checked), so a killed run continued
     with --resume keeps every finished session and makes none twice. OUT is written at the end in session order
     (the same file whatever the concurrency), with OUT.report.json (counts, drops by reason, sessions that could not
-    be built). Model calls are cached: a second run makes none and writes the same suite. Exit 1 when no session
-    could be built or verification failed, 4 when sessions were lost to the provider (resume to retry them).
+    be built, and the quality figures of `toolwild validate --quality`). Model calls are cached: a second run makes
+    none and writes the same suite. Exit 1 when no session could be built or verification failed, 4 when sessions
+    were lost to the provider (resume to retry them).
     """
     from toolwild.cli._common import run_async
+    from toolwild.cli.validate import quality_headline
     from toolwild.core.files import write_json
     from toolwild.core.formats.wtb import WtbSuiteWriter
+    from toolwild.core.quality import QualityCounter
     from toolwild.eval.validate import Severity, SuiteSummary
     from toolwild.run import LocalExecutor, UnitLog, fingerprint
     from toolwild.synth.pipeline import SHARD, SessionSpec, SessionWorker, run_sessions, session_key
@@ -170,6 +173,7 @@ def sessions(
             vague=vague,
             distractors=distractors,
             concurrency=concurrency,
+            id_prefix=out.stem,  # the suite's name when loaded (core.formats.wtb.load_wtb_suite)
         )
         spec = SessionSpec(
             refs=refs,
@@ -224,6 +228,7 @@ def sessions(
         with log:
             run_async(go())
             summary = SuiteSummary()
+            quality = QualityCounter()
             with contextlib.ExitStack() as files:
                 writers = [files.enter_context(WtbSuiteWriter(out))]
                 if published is not None:
@@ -231,11 +236,13 @@ def sessions(
 
                 def write(session):
                     summary.add(session)
+                    quality.add(session)
                     for writer in writers:
                         writer.write(session)
 
                 result = job.assemble(log.records(), write=write)
             log.mark_complete()
+        figures = quality.result(drops=result.drops)
         report = {
             "suite": str(out),
             "environments": job.env_refs,
@@ -253,10 +260,12 @@ def sessions(
             "drops": dict(result.drops.most_common()),
             "drop_examples": result.drop_examples,
             "utterances": dict(result.utterances),
+            "answers": dict(result.answers),
             "verified": verify,
             "problems": result.problems,
             "usage": usage if executor == "local" else {"note": "kept by the Ray workers (not collected)"},
             "executor": executor,
+            "quality": figures.model_dump(mode="json"),
         }
         write_json(out.with_name(out.name + ".report.json"), report)
 
@@ -274,6 +283,10 @@ def sessions(
         table.add_row(f"  {reason}", f"{count:,}")
     if result.utterances:
         table.add_row("utterances", ", ".join(f"{k} {v}" for k, v in sorted(result.utterances.items())))
+    if result.answers:
+        table.add_row("answers (model-written)", ", ".join(f"{k} {v}" for k, v in sorted(result.answers.items())))
+    for name, value in quality_headline(figures):
+        table.add_row(name, value)
     if result.failed_sessions:
         table.add_row("[red]sessions not built[/]", f"{len(result.failed_sessions)} (reasons in the report)")
     for ref, why in result.given_up.items():

@@ -13,6 +13,7 @@ from rich.table import Table
 from toolwild.cli._common import console, handled_errors, make_llm
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.jsonl import read_jsonl
+from toolwild.core.quality import Example, SuiteQuality, suite_quality
 from toolwild.eval.validate import Severity, summarize_suite, validate_suite
 
 
@@ -22,6 +23,62 @@ def _count_table(title: str, key: str, value: str, counts: Mapping[Any, int]) ->
     table.add_column(value, justify="right")
     for name in sorted(counts):
         table.add_row(escape(str(name)), str(counts[name]))
+    return table
+
+
+def _of(part: int, whole: int, share: float | None) -> str:
+    return f"{part:,} of {whole:,}" + (f" ({share:.1%})" if share is not None else "")
+
+
+def quality_headline(quality: SuiteQuality) -> list[tuple[str, str]]:
+    """The few quality rows worth a glance (the generator's summary table shows them too)."""
+    turns, answers = quality.user_turns, quality.answers
+    return [
+        ("distinct user turns", _of(turns.distinct, turns.count, turns.share)),
+        ("tool-task answers passing the check", _of(answers.passing, answers.tool_tasks, answers.share)),
+        ("user turns copying a tool description", f"{quality.copied_description_spans.turns:,}"),
+    ]
+
+
+def quality_table(quality: SuiteQuality) -> Table:
+    """Every quality figure of a suite (see :mod:`toolwild.core.quality`)."""
+    table = Table(title="Quality", title_justify="left", show_header=False)
+    rows = quality_headline(quality)
+    table.add_row(*rows[0])
+    for n, counted in ((2, quality.distinct_2), (3, quality.distinct_3)):
+        share = f"{counted.share:.3f}" if counted.share is not None else "-"
+        table.add_row(f"distinct-{n} (utterances)", f"{share} ({counted.distinct:,} of {counted.count:,} {n}-grams)")
+    for row in rows[1:]:
+        table.add_row(*row)
+    ambiguity = quality.ambiguity
+    table.add_row("ambiguous references (checker)", f"{ambiguity.findings:,} in {ambiguity.tasks:,} task(s)")
+    if ambiguity.generation_drops is not None:
+        table.add_row("task attempts dropped as ambiguous_reference", f"{ambiguity.generation_drops:,}")
+    if quality.subtypes:
+        table.add_row("value-backed labels", "")
+    for label, backed in quality.subtypes.items():
+        share = backed.value_backed / backed.labels if backed.labels else None
+        table.add_row(f"  {escape(label)}", _of(backed.value_backed, backed.labels, share))
+    return table
+
+
+def quality_examples(quality: SuiteQuality) -> Table | None:
+    """The kept examples behind the figures (answers that fail, ambiguous references, copied spans), or None."""
+    kinds: list[tuple[str, list[Example]]] = [
+        ("answer", quality.answers.failures),
+        ("ambiguous", quality.ambiguity.examples),
+        ("copied span", quality.copied_description_spans.examples),
+    ]
+    if not any(examples for _, examples in kinds):
+        return None
+    table = Table(title="Quality examples (up to 5 each)", title_justify="left")
+    for column in ("kind", "where", "text", "why"):
+        table.add_column(column)
+    for kind, examples in kinds:
+        for ex in examples:
+            where = f"{ex.session} task {ex.task}"
+            why = "; ".join(ex.why[:3]) + (f" (+{len(ex.why) - 3} more)" if len(ex.why) > 3 else "")
+            table.add_row(kind, escape(where), escape(ex.text), escape(why))
     return table
 
 
@@ -43,8 +100,17 @@ def validate(
         bool,
         typer.Option(
             "--subtypes/--no-subtypes",
-            help="Check every hidden-intent label against the values: a coreferential task needs a value the "
-            "previous task showed, a long-range one a value from two or more tasks back (and not the previous one).",
+            help="Check every hidden-intent label against the values (errors), and warn of references that more "
+            "than one earlier value answers (\"the same units\" when 3 were asked for and 19 came back).",
+        ),
+    ] = False,
+    quality: Annotated[
+        bool,
+        typer.Option(
+            "--quality/--no-quality",
+            help="Quality as training data: distinct user turns, distinct-2/3, tool-task answers that pass the "
+            "answer check, ambiguous references, user turns copying a tool description, value-backed labels per "
+            "subtype. Informational: the exit code does not depend on it.",
         ),
     ] = False,
     env_model: Annotated[
@@ -83,6 +149,7 @@ def validate(
             simulator=simulator,
             subtypes=subtypes,
         )
+        figures = suite_quality(suite) if quality else None
 
     head = Table(title=escape(str(suite_path)), title_justify="left", show_header=False)
     head.add_row("sessions", str(summary.sessions))
@@ -93,6 +160,11 @@ def validate(
     console.print(_count_table("Distribution", "task type", "n", summary.task_types))
     console.print(_count_table("Turn subtypes", "subtype", "n", summary.subtypes))
     console.print(_count_table("Sessions by instruction transitions", "transitions", "sessions", summary.transitions))
+    if figures is not None:
+        console.print(quality_table(figures))
+        examples = quality_examples(figures)
+        if examples is not None:
+            console.print(examples)
 
     errors = report.skipped_count + sum(p.severity is Severity.ERROR for p in problems)
     if report.skipped or problems:

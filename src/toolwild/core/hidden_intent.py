@@ -28,7 +28,16 @@ from typing import Any
 from toolwild.core.session import Session
 from toolwild.core.task import NodeKind, Task, TurnSubtype
 
-__all__ = ["SubtypeFinding", "check_subtypes", "mentions", "needed_values", "scalar_values", "shown_text", "task_text"]
+__all__ = [
+    "SubtypeFinding",
+    "ancestors",
+    "check_subtypes",
+    "mentions",
+    "needed_values",
+    "scalar_values",
+    "shown_text",
+    "task_text",
+]
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,9 @@ class SubtypeFinding:
     task_index: int
     subtype: TurnSubtype
     message: str
+    kind: str = "label"
+    """``label``: the values do not bear the label out; ``ambiguous``: the task points at an earlier value that is
+    not the only one answering it (:func:`toolwild.core.references.ambiguous_references`)."""
 
 
 def scalar_values(value: Any) -> list[Any]:
@@ -122,15 +134,19 @@ def needed_values(task: Task, earlier: list[Task] | None = None, named: list[lis
         return list(dict.fromkeys(out))
     out: list[Any] = []
     for node in calls:
-        ancestors = _ancestors(task, node.idx)
-        seen = "\n".join(json.dumps(task.gold[a].observation) for a in ancestors if task.gold[a].kind is NodeKind.CALL)
+        seen = "\n".join(
+            json.dumps(task.gold[a].observation)
+            for a in ancestors(task, node.idx)
+            if task.gold[a].kind is NodeKind.CALL
+        )
         for value in scalar_values(node.action.arguments):
             if not mentions(own, value) and not mentions(seen, value) and value not in out:
                 out.append(value)
     return out
 
 
-def _ancestors(task: Task, idx: int) -> set[int]:
+def ancestors(task: Task, idx: int) -> set[int]:
+    """The gold nodes node ``idx`` depends on, directly or not."""
     out: set[int] = set()
     stack = list(task.gold[idx].dependency_list)
     while stack:

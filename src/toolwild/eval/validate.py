@@ -14,6 +14,7 @@ from typing import Any
 
 from toolwild.core.environment import BackendKind
 from toolwild.core.hidden_intent import check_subtypes
+from toolwild.core.references import ambiguous_references
 from toolwild.core.session import Session, Suite
 from toolwild.core.task import NodeKind
 from toolwild.core.verdict import ScoringMode
@@ -237,13 +238,19 @@ def _structure_problems(session: Session, where: str) -> list[Problem]:
 
 
 def _subtype_problems(session: Session, where: str) -> list[Problem]:
-    return [
+    """Labels the values do not bear out (errors), and references with more than one candidate (warnings: the
+    suite still scores, but its gold is a guess there)."""
+    labels = [
         Problem(
             Severity.ERROR,
             f"{where} task {finding.task_index}",
             f"{finding.subtype.value} not borne out: {finding.message}",
         )
         for finding in check_subtypes(session)
+    ]
+    return labels + [
+        Problem(Severity.WARNING, f"{where} task {finding.task_index}", f"{finding.subtype.value}: {finding.message}")
+        for finding in ambiguous_references(session)
     ]
 
 

@@ -60,6 +60,8 @@ class SessionsReport:
     drops: Counter[str] = field(default_factory=Counter)
     drop_examples: dict[str, str] = field(default_factory=dict)
     utterances: Counter[str] = field(default_factory=Counter)
+    answers: Counter[str] = field(default_factory=Counter)
+    """Who wrote the model-worded tool answers (``model`` / ``template-fallback``); empty with templates alone."""
     given_up: dict[str, str] = field(default_factory=dict)
     """Environments the job stopped using (their simulator cannot answer), with why."""
     problems: list[dict[str, Any]] = field(default_factory=list)
@@ -190,6 +192,7 @@ class SessionJob:
             made = Session.model_validate(session)
             report.sessions += 1
             report.utterances.update(made.extra.get("utterance_sources") or [])
+            report.answers.update(made.extra.get("answer_sources") or [])
             report.problems += record.result.get("problems") or []
             write(made)
         return report

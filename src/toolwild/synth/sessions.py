@@ -77,6 +77,9 @@ class SessionsConfig:
     for the run (a model too small for the environment would otherwise burn every attempt of every session)."""
     concurrency: int = 32
     """Sessions made at once (each makes one model call at a time)."""
+    id_prefix: str = "synth"
+    """Session ``i`` is ``<id_prefix>_<i>`` (the suite's name): generated sessions never take the published ids
+    ``wild_tool_bench_<i>``, so they cannot be mistaken for published ones."""
 
 
 class Unanswerable(Dropped):
@@ -95,6 +98,7 @@ class SessionsResult:
     drops: Counter[str] = field(default_factory=Counter)
     drop_examples: dict[str, str] = field(default_factory=dict)
     utterances: Counter[str] = field(default_factory=Counter)
+    answers: Counter[str] = field(default_factory=Counter)
     given_up: dict[str, str] = field(default_factory=dict)
     """Environments the run stopped using (see :class:`Unanswerable`), with why."""
 
@@ -296,7 +300,7 @@ class GraphProvider:
         rng.shuffle(tools)
         clock = f"{rng.randint(8, 21):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
         return Session(
-            id=f"wild_tool_bench_{index}",
+            id=f"{self.config.id_prefix}_{index}",
             env_info=f"{today.isoformat()} {clock} {_WEEKDAYS[today.weekday()]}",
             tools=tools,
             tasks=state.tasks,
@@ -305,6 +309,7 @@ class GraphProvider:
                 "env_seed": env_seed,
                 "generator": "toolwild.synth.sessions",
                 "utterance_sources": state.sources,
+                "answer_sources": state.answer_sources,
                 "mentioned_values": state.mentioned,
                 "distractors": sorted(t.name for t in extra_tools),
             },
@@ -340,7 +345,9 @@ def template_provider(ref: str, config: SessionsConfig, *, slot: int, slots: int
         return None
     from toolwild.synth.providers.ledger import LedgerTemplates
 
-    return LedgerTemplates(seed=config.seed, like_published=config.like_published, stride=slots, offset=slot)
+    return LedgerTemplates(
+        seed=config.seed, like_published=config.like_published, stride=slots, offset=slot, id_prefix=config.id_prefix
+    )
 
 
 async def synth_sessions(
@@ -392,5 +399,6 @@ async def synth_sessions(
         drops=report.drops,
         drop_examples=report.drop_examples,
         utterances=report.utterances,
+        answers=report.answers,
         given_up=report.given_up,
     )

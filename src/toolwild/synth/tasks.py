@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+from toolwild.core.answers import observation_result
 from toolwild.core.hidden_intent import check_subtypes, mentions, shown_text
+from toolwild.core.references import Pointer, ambiguous_references, candidates, resolve, same_value
 from toolwild.core.schema import schema_errors
 from toolwild.core.session import Session
 from toolwild.core.task import (
@@ -34,19 +36,25 @@ from toolwild.core.tool import Effect, Tool
 from toolwild.envs.base import EnvironmentBackend, Episode, diff_states
 from toolwild.envs.replay import loose_value
 from toolwild.llm.client import LLM
+from toolwild.synth.answers import template_answer, write_answer
 from toolwild.synth.chains import Plan, PlannedCall, ToolGraph
 from toolwild.synth.utterances import (
     Phrase,
     Wording,
+    ask_again,
+    ask_question,
     humanize,
+    pointer_reply,
     render_value,
     template_utterance,
+    vague_reply,
+    value_reply,
     wording_problems,
     write_utterance,
 )
 from toolwild.synth.values import Fact, facts_of, free_value, key_matches, leaves
 
-__all__ = ["Dropped", "EnvHandle", "SessionState", "build_task"]
+__all__ = ["AMBIGUOUS", "Dropped", "EnvHandle", "SessionState", "build_task"]
 
 _SUBTYPE = {
     "first": TurnSubtype.FIRST,
@@ -54,7 +62,8 @@ _SUBTYPE = {
     "partial": TurnSubtype.PARTIAL,
     "long": TurnSubtype.LONG_RANGE,
 }
-_VAGUE = ("Hmm, whichever you think is best.", "Not sure, the usual one I guess.", "You pick, I don't mind.")
+AMBIGUOUS = "ambiguous_reference"
+"""The drop reason of a reference that more than one earlier value answers, however it is worded."""
 
 
 class Dropped(Exception):
@@ -100,6 +109,8 @@ class SessionState:
     earlier values once it has seen them in that task's words."""
     sources: list[str] = field(default_factory=list)
     """Who wrote each task's utterance: ``template``, ``model`` or ``template-fallback``."""
+    answer_sources: list[str] = field(default_factory=list)
+    """Who wrote each model-written tool task's answer: ``model`` or ``template-fallback`` (templates alone: empty)."""
 
     def repeats(self, tool: Tool, arguments: dict[str, Any]) -> bool:
         """Whether the session already made this call since its last write (a user does not ask the same thing
@@ -216,6 +227,42 @@ def _types_agree(schema: Any, value: Any) -> bool:
     return not errors
 
 
+def _pointer(state: SessionState, how: str, fact: Fact, name: str) -> Pointer:
+    """The plainest wording of a reference to ``fact`` (filling ``name``) that only one value answers.
+
+    The reference points at the previous task (coref) or at tasks two or more back (long; the first task alone when
+    the fact is from it). Among the values shown there under the same name (or under any key the fact's value stands
+    under), the plain name must single out the fact's value; else the wording names its source (what the user asked
+    for, or what came back), then the call's tool, then both. When nothing singles it out, the attempt is dropped:
+    a gold value that a careful reader could take for another is a guess, not a reference.
+    """
+    i = state.position
+    first = how == "long" and fact.task == 0
+    span = [i - 1] if how == "coref" else [0] if first else list(range(max(0, i - 1)))
+    tools = {t.name: t for t in state.env.tools}
+    pool = [c for j in span for c in candidates(state.tasks[j], j, tools)]
+    names = {name} | {c.key for c in pool if same_value(c.value, fact.value)}
+    kind = "coref" if how == "coref" else "long"
+    options = [Pointer(kind, first=first)]
+    if fact.channel in ("arg", "result"):
+        options.append(Pointer(kind, source=fact.channel, first=first))
+    if fact.tool:
+        options.append(Pointer(kind, tool=fact.tool, first=first))
+        if fact.channel in ("arg", "result"):
+            options.append(Pointer(kind, source=fact.channel, tool=fact.tool, first=first))
+    for pointer in options:
+        meant = resolve(
+            pool,
+            names,
+            channels={pointer.source} if pointer.source else set(),
+            tools={pointer.tool} if pointer.tool else set(),
+        )
+        if not meant or (len(meant) == 1 and same_value(meant[0], fact.value)):
+            return pointer  # nothing else there goes by that name (a value named in passing: words, not data)
+    shown = ", ".join(repr(v) for v in resolve(pool, names)[:5])
+    raise Dropped(AMBIGUOUS, f"{name} {fact.value!r} among {shown} in task(s) {span}")
+
+
 # ---------------------------------------------------------------------------------------------- filling
 def _fill(
     state: SessionState, call: PlannedCall, fixed: dict[str, Any], rng: random.Random, *, optional: bool = True
@@ -244,11 +291,19 @@ def _from_recordings(state: SessionState, tool: Tool, fixed: dict[str, Any], rng
     return dict(rng.choice(fits))
 
 
-def _fed_value(result: Any, entity: str, param: str, rng: random.Random) -> Any:
+def _fed_value(result: Any, entity: str, param: str) -> Any:
+    """The value a dependent call takes from its parent's result ("the item from the first step"): the one value
+    the result holds under that name, or a drop (a listed set has no "the item": taking one would be a guess)."""
     values = [v for k, v in leaves(result, entity) if key_matches(k, entity) or key_matches(k, param)]
     if not values:
         raise Dropped("the parent's result does not hold the value", f"no {entity!r} in {_compact(result, 120)}")
-    return rng.choice(values)
+    distinct: list[Any] = []
+    for v in values:
+        if not any(same_value(v, d) for d in distinct):
+            distinct.append(v)
+    if len(distinct) > 1:
+        raise Dropped(AMBIGUOUS, f"the {entity} from the step before is one of {len(distinct)} values")
+    return values[0]
 
 
 # ---------------------------------------------------------------------------------------------- plans
@@ -311,6 +366,7 @@ async def build_task(
     if coarse is CoarseType.CHAT:
         wording, answer, introduced = _chat(state, refs, rng)
         b.answer(answer)
+        answer_calls = []
         task_type = TaskType.CHAT
     else:
         ref = rng.choice(refs)
@@ -326,20 +382,32 @@ async def build_task(
         if coarse is CoarseType.CLARIFY:
             task_type = TaskType.CLARIFY
         calls = [n for n in b.nodes if n.kind.value == "call"]
-        answer = " ".join(
-            f"{humanize(n.name)}: {_compact(result)}." for n, result in zip(calls, b.results, strict=True)
-        )
-        b.answer(f"Here is what I got. {answer}")
+        answer_calls = [(_tool(state, n.name), n.action.arguments, r) for n, r in zip(calls, b.results, strict=True)]
+        # its own random stream: the answer's wording must not shift any later choice of the session
+        b.answer(template_answer(answer_calls, random.Random(f"{state.seed}:{i}:answer")))
     template = template_utterance(wording, rng)
     broken = wording_problems(template, wording)
     if broken:
         raise Dropped("the template cannot word this task", broken[0])
     utterance, by_model = template, False
+    answer_source = ""
     if writer is not None:
         history = [t.utterance for t in state.tasks]
         utterance, by_model = await write_utterance(
             writer, wording, history, template, service=state.env.description, seed=state.seed * 100 + i
         )
+        if answer_calls:
+            earlier = [observation_result(n.observation) for t in state.tasks for n in t.call_nodes]
+            text, answer_by_model = await write_answer(
+                writer,
+                answer_calls,
+                b.nodes[-1].observation,
+                seed=state.seed * 100 + i,
+                request=utterance,
+                earlier=earlier,
+            )
+            b.nodes[-1] = b.nodes[-1].model_copy(update={"observation": text})
+            answer_source = "model" if answer_by_model else "template-fallback"
     task = Task(
         utterance=utterance,
         type=task_type,
@@ -351,11 +419,18 @@ async def build_task(
     if problem:
         raise Dropped("wrong gold shape", problem)
     provisional = Session(
-        id="check", env_info="", tools=[], tasks=[*state.tasks, task], extra={"mentioned_values": state.mentioned}
+        id="check",
+        env_info="",
+        tools=state.env.tools,
+        tasks=[*state.tasks, task],
+        extra={"mentioned_values": state.mentioned},
     )
     findings = [f for f in check_subtypes(provisional) if f.task_index == i]
     if findings:
         raise Dropped("subtype not borne out by the values", findings[0].message[:200])
+    unclear = [f for f in ambiguous_references(provisional) if f.task_index == i]
+    if unclear:
+        raise Dropped(AMBIGUOUS, unclear[0].message[:200])
     if coarse is CoarseType.CHAT:
         state.facts.extend(introduced)
         state.mentioned.append([f.value for f in introduced if wording.kind == "chat-first"])
@@ -366,6 +441,8 @@ async def build_task(
         state.calls.append((node.name, node.action.arguments, node.observation))
     state.tasks.append(task)
     state.sources.append("model" if by_model else ("template-fallback" if writer is not None else "template"))
+    if answer_source:
+        state.answer_sources.append(answer_source)
     return task
 
 
@@ -394,7 +471,7 @@ async def _calls(
             if param is None:
                 raise Dropped("the chosen tool takes no such value", f"{call.tool.name} <- {ref.fact.key}")
             fixed[param] = ref.fact.value
-            phrase.refer[param] = ref.mode
+            phrase.refer[param] = _pointer(state, ref.mode, ref.fact, param)
             hidden.append(ref.fact.value)
             first_reference = ref.fact.task == 0
         if k == 0 and ref.mode == "partial":
@@ -411,7 +488,7 @@ async def _calls(
             kind = "partial"
         deps: list[int] = []
         for param, (parent, entity) in call.feeds.items():
-            fixed[param] = _fed_value(b.results[parent], entity, param, rng)
+            fixed[param] = _fed_value(b.results[parent], entity, param)
             phrase.fed[param] = (parent, entity)
             deps.append(call_nodes[parent])
         args = _fill(state, call, fixed, rng, optional=ref.mode != "partial")
@@ -449,25 +526,33 @@ def _clarify(
     vague: bool,
     rng: random.Random,
 ) -> list[int]:
-    """Withhold one required value the user would state; the gold asks for it (twice after a vague reply)."""
+    """Withhold one required value the user would state; the gold asks for it (twice after a vague reply).
+
+    A referred value can be withheld too: the user's reply is then the reference, with the pointer's markers. The
+    asks and replies are worded from a generator of their own (one draw of ``rng``), so the size of the banks never
+    shifts the rest of the session.
+    """
     stated = [p for p in tool.required if p in phrase.stated and not isinstance(args[p], dict | list)]
     if stated:
         missing = rng.choice(stated)
+        words = random.Random(rng.getrandbits(64))
         value = phrase.stated.pop(missing)
         hidden.append(value)
-        question = f"Sure. Which {humanize(missing)} should I use?"
+        question = ask_question(missing, words)
+        reply = value_reply(missing, value, words, avoid=hidden)
         if vague:
-            first = b.ask(tool, missing, question, rng.choice(_VAGUE), [])
-            again = f"I can't choose that for you: which {humanize(missing)} exactly?"
-            return [b.ask(tool, missing, again, f"{render_value(value)}.", [first])]
-        return [b.ask(tool, missing, question, f"{render_value(value)}.", [])]
+            first = b.ask(tool, missing, question, vague_reply(words, avoid=hidden), [])
+            return [b.ask(tool, missing, ask_again(missing, words), reply, [first])]
+        return [b.ask(tool, missing, question, reply, [])]
     referred = [p for p in phrase.refer if p in tool.required]
     if not referred:
         raise Dropped("nothing to clarify", f"{tool.name} has no required value the user states")
     missing = referred[0]
-    how = phrase.refer.pop(missing)
-    reply = "The same one as just now." if how == "coref" else "The one from earlier in our chat."
-    return [b.ask(tool, missing, f"Sure. Which {humanize(missing)} do you mean?", reply, [])]
+    words = random.Random(rng.getrandbits(64))
+    pointer = phrase.refer.pop(missing)
+    first = ref.fact is not None and ref.fact.task == 0
+    reply = pointer_reply(missing, pointer, words, first=first, avoid=hidden)
+    return [b.ask(tool, missing, ask_question(missing, words, pointer=True), reply, [])]
 
 
 def _chat(state: SessionState, refs: list[_Reference], rng: random.Random) -> tuple[Wording, str, list[Fact]]:
@@ -493,8 +578,15 @@ def _chat(state: SessionState, refs: list[_Reference], rng: random.Random) -> tu
         fact = rng.choice(facts) if facts else None
     if fact is None:
         raise Dropped("nothing to recall")
+    pointer = _pointer(state, "long" if ref.mode == "long" else "coref", fact, fact.key)
+    if ref.mode == "partial":  # a follow-up on the previous task ("and the units?"), its markers kept
+        pointer = Pointer("partial", source=pointer.source, tool=pointer.tool)
     wording = Wording(
-        kind="chat-recall", hidden=[fact.value], recall=(fact.key, ref.mode), first_reference=fact.task == 0
+        kind="chat-recall",
+        hidden=[fact.value],
+        recall=(fact.key, ref.mode),
+        recall_pointer=pointer,
+        first_reference=fact.task == 0,
     )
     answer = f"That was {humanize(fact.key)} {render_value(fact.value)}."
     return wording, answer, [Fact(i, fact.key, fact.value)]

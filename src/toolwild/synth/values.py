@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
+from toolwild.core.references import key_matches, leaves, result_key, singular
 from toolwild.core.schema import normalize_schema
 from toolwild.core.tool import Tool
 from toolwild.synth.utterances import humanize
@@ -34,47 +35,16 @@ class Fact:
     task: int
     key: str
     value: Any
-
-
-def singular(key: str) -> str:
-    """``items`` -> ``item`` (good enough for keys; ``status`` and ``address`` stay)."""
-    low = key.lower()
-    if low.endswith("ies") and len(low) > 4:
-        return low[:-3] + "y"
-    if low.endswith("s") and not low.endswith(("ss", "us", "is")) and len(low) > 3:
-        return low[:-1]
-    return low
-
-
-def key_matches(key: str, param: str) -> bool:
-    """Whether a value found under ``key`` can fill parameter ``param``."""
-    return singular(key) == singular(param)
-
-
-def leaves(value: Any, key: str) -> list[tuple[str, Any]]:
-    """``(key, scalar)`` pairs of a JSON value; list elements inherit the list's key in the singular."""
-    if isinstance(value, dict):
-        return [pair for k, v in value.items() for pair in leaves(v, str(k))]
-    if isinstance(value, list):
-        return [pair for v in value[:50] for pair in leaves(v, singular(key))]
-    if isinstance(value, bool) or value is None:
-        return []
-    if isinstance(value, str) and not value.strip():
-        return []
-    return [(key, value)] if isinstance(value, str | int | float) else []
-
-
-def _result_key(tool: Tool) -> str:
-    """The key a bare list result stands under: the tool's produced entity, else the last word of its name."""
-    if tool.produces:
-        return tool.produces[0]
-    return singular(humanize(tool.name).split()[-1])
+    channel: str = ""
+    """``arg`` (the user asked for it or said it), ``result`` (a call gave it back), or empty (the environment)."""
+    tool: str = ""
+    """The tool of the call that showed it (empty for the user's own words)."""
 
 
 def facts_of(task: int, tool: Tool, arguments: dict[str, Any], result: Any) -> list[Fact]:
     """The facts one call shows: its argument values and the scalars of its result."""
-    out = [Fact(task, k, v) for k, v in leaves(arguments, "")]
-    out += [Fact(task, k, v) for k, v in leaves(result, _result_key(tool))]
+    out = [Fact(task, k, v, "arg", tool.name) for k, v in leaves(arguments, "")]
+    out += [Fact(task, k, v, "result", tool.name) for k, v in leaves(result, result_key(tool, tool.name))]
     return out
 
 

@@ -233,15 +233,25 @@ def _fill(pattern: Pattern, ctx: Context, balancer: Balancer) -> tuple[list[Task
     return tasks, chosen
 
 
-def build_session(index: int, seed: int, balancer: Balancer, tools: list[Tool], fixed: Pattern | None = None) -> Built:
+def build_session(
+    index: int,
+    seed: int,
+    balancer: Balancer,
+    tools: list[Tool],
+    fixed: Pattern | None = None,
+    *,
+    id_prefix: str = "ledger",
+) -> Built:
     """Session ``index`` of the suite of ``seed``, weighted by ``balancer`` (read, not changed).
 
     Args:
-        index: the session's place in the suite (its id, ledger seed, random stream and transition bucket).
+        index: the session's place in the suite (its id ``<id_prefix>_<index>``, ledger seed, random stream and
+            transition bucket).
         seed: the suite seed.
         balancer: the counts of the earlier sessions that weigh on this one.
         tools: the ledger's tool specs (the same list for every session).
         fixed: forces the pattern of coarse types (retries then vary the templates, not the pattern).
+        id_prefix: the suite's name, the session ids' prefix.
 
     Returns:
         The session, or None with the reasons when no pattern could be filled in ``_MAX_ATTEMPTS`` tries or a gold
@@ -267,12 +277,12 @@ def build_session(index: int, seed: int, balancer: Balancer, tools: list[Tool], 
                 return Built(None, [*failures, f"{[c.value for c in pattern]}: {exc}"])
         finally:
             episode.close()
-        return Built(_session(index, rng, ledger_seed, tools, tasks, chosen))
+        return Built(_session(f"{id_prefix}_{index}", rng, ledger_seed, tools, tasks, chosen))
     return Built(None, [*failures, f"no pattern could be filled in {_MAX_ATTEMPTS} attempts"])
 
 
 def _session(
-    index: int, rng: random.Random, ledger_seed: int, tools: list[Tool], tasks: list[Task], chosen: list[Option]
+    sid: str, rng: random.Random, ledger_seed: int, tools: list[Tool], tasks: list[Task], chosen: list[Option]
 ) -> Session:
     extra: dict[str, Any] = {
         "ledger_seed": ledger_seed,
@@ -280,7 +290,7 @@ def _session(
         "ledger_refs": [o.ref for o in chosen],
     }
     return Session(
-        id=f"wild_tool_bench_{index}",
+        id=sid,
         env_info=_env_info(rng, ledger_seed),
         tools=tools,
         tasks=tasks,

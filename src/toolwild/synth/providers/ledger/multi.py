@@ -468,10 +468,7 @@ def _sweep_to_savings(ctx: Context) -> list[Option]:
         _, memo = record_add(ctx, rec, args, deps=(idx,))
         ctx.balances.append((ctx.position, CHECKING, f"{current:.2f}", None))
         ctx.salient[ctx.position] = SAVINGS
-        return (
-            f"Checking had {money(current)}, so I moved {money(amount)} to savings ({memo.id}); checking is now at "
-            f"{money(floor)}."
-        )
+        return f"Checking had {money(current)}, so I moved {money(amount)} to savings ({memo.id})."
 
     return [_option(TaskType.SEQUENTIAL, "sweep_to_savings", text, "first", None, build)]
 

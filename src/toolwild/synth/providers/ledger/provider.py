@@ -57,13 +57,22 @@ class LedgerTemplates:
 
     name = "ledger-templates"
 
-    def __init__(self, seed: int = 0, like_published: bool = False, *, stride: int = 1, offset: int = 0) -> None:
+    def __init__(
+        self,
+        seed: int = 0,
+        like_published: bool = False,
+        *,
+        stride: int = 1,
+        offset: int = 0,
+        id_prefix: str = "ledger",
+    ) -> None:
         if stride < 1 or not 0 <= offset < stride:
             raise ValueError(f"need stride >= 1 and 0 <= offset < stride, got stride={stride}, offset={offset}")
         self.seed = seed
         self.like_published = like_published
         self.stride = stride
         self.offset = offset
+        self.id_prefix = id_prefix
         self._tools = LedgerEpisode.tool_specs()
         self._patterns: list[Pattern] | None = published_patterns(seed) if like_published else None
         self._blocks: dict[int, _Block] = {}
@@ -114,7 +123,7 @@ class LedgerTemplates:
         if block.frontier != index:
             raise ValueError(f"ledger session {index} cannot be made before session {block.frontier}")
         fixed = self._patterns[index % len(self._patterns)] if self._patterns else None
-        built = build_session(index, self.seed, block.balancer, self._tools, fixed)
+        built = build_session(index, self.seed, block.balancer, self._tools, fixed, id_prefix=self.id_prefix)
         self._advance(index, Balancer.of_session(built.session))
         return SessionOutcome(session=built.session, reasons=built.reasons)
 

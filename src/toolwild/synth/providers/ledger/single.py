@@ -244,7 +244,7 @@ def _accounts_build(ctx: Context, prefix: str) -> Any:
         _, result = rec.call("list_accounts", {"prefix": prefix})
         ctx.salient[ctx.position] = prefix
         names = ", ".join(row["account"] for row in result)
-        return f"You have {len(result)} {'categories' if prefix == 'Expenses' else 'accounts'} there: {names}."
+        return f"Here are the {'categories' if prefix == 'Expenses' else 'accounts'} there: {names}."
 
     return build
 
