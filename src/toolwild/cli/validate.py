@@ -101,7 +101,7 @@ def validate(
         typer.Option(
             "--subtypes/--no-subtypes",
             help="Check every hidden-intent label against the values (errors), and warn of references that more "
-            "than one earlier value answers (\"the same units\" when 3 were asked for and 19 came back).",
+            'than one earlier value answers ("the same units" when 3 were asked for and 19 came back).',
         ),
     ] = False,
     quality: Annotated[
