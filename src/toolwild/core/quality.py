@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolwild.core.answers import answer_problems
 from toolwild.core.hidden_intent import check_subtypes
 from toolwild.core.overlap import copied_description_spans
-from toolwild.core.references import ambiguous_references
+from toolwild.core.references import AMBIGUOUS_REFERENCE, ambiguous_references
 from toolwild.core.session import Session, Suite
 from toolwild.core.task import NodeKind, Task, TurnSubtype
 
@@ -56,8 +56,7 @@ __all__ = [
     "words",
 ]
 
-AMBIGUOUS_DROP = "ambiguous_reference"
-"""The generator's drop reason for a task attempt whose reference had more than one candidate."""
+AMBIGUOUS_DROP = AMBIGUOUS_REFERENCE
 MAX_EXAMPLES = 5
 """Examples kept per figure: enough to see the pattern, few enough for a report a person reads."""
 _EXAMPLE_CHARS = 200

@@ -29,6 +29,7 @@ from toolwild.core.task import NodeKind, Task, TurnSubtype
 from toolwild.core.tool import Tool
 
 __all__ = [
+    "AMBIGUOUS_REFERENCE",
     "ARG_MARKERS",
     "FIRST_MARKERS",
     "RESULT_MARKERS",
@@ -48,6 +49,8 @@ __all__ = [
     "span_of",
 ]
 
+AMBIGUOUS_REFERENCE = "ambiguous_reference"
+"""Why a generated task attempt was dropped when more than one earlier value answers its reference."""
 ARG_MARKERS = ("i asked for", "i gave", "i wanted", "i said", "same again")
 """Phrases that point at what the user asked for (a call's arguments, the user's words). "The same again" repeats a
 request, so it means the request's arguments, never what came back."""
@@ -321,7 +324,10 @@ def ambiguous_references(session: Session) -> list[SubtypeFinding]:
             continue
         text = task_text(task)
         low = text.lower()
-        named_tools = {name for name in tools if humanize(name) and humanize(name) in low}
+        # a reference names a call as "the restock"; the task's own verbs ("restock ...") name no earlier call
+        named_tools = {
+            name for name in tools if humanize(name) and re.search(rf"\bthe {re.escape(humanize(name))}\b", low)
+        }
         channels = channels_named(text)
         needed = needed_values(task, session.tasks[:i], named if isinstance(named, list) else None)
         for value in needed:

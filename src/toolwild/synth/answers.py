@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolwild.core.answers import answer_limit, answer_problems, is_reportable, observation_result
+from toolwild.core.answers import answer_limit, answer_problems, decoded, is_reportable, observation_result
 from toolwild.core.hidden_intent import mentions, scalar_values
 from toolwild.core.tool import Effect, Tool
 from toolwild.errors import StructuredOutputError
@@ -376,13 +376,8 @@ def _deep(value: Any, key: str) -> tuple[str, Any] | None:
 
 
 def _decode(result: Any) -> Any:
-    result = observation_result(result)
-    if isinstance(result, str) and result.strip()[:1] in ("{", "["):
-        try:
-            return json.loads(result)
-        except ValueError:
-            return result
-    return result
+    """A call's result, out of its envelope and, when it is a string holding JSON, parsed."""
+    return decoded(observation_result(result))
 
 
 def _writes(tool: Tool) -> bool:

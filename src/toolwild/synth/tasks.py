@@ -18,7 +18,7 @@ from typing import Any
 
 from toolwild.core.answers import observation_result
 from toolwild.core.hidden_intent import check_subtypes, mentions, shown_text
-from toolwild.core.references import Pointer, ambiguous_references, candidates, resolve, same_value
+from toolwild.core.references import AMBIGUOUS_REFERENCE, Pointer, ambiguous_references, candidates, resolve, same_value
 from toolwild.core.schema import schema_errors
 from toolwild.core.session import Session
 from toolwild.core.task import (
@@ -62,8 +62,7 @@ _SUBTYPE = {
     "partial": TurnSubtype.PARTIAL,
     "long": TurnSubtype.LONG_RANGE,
 }
-AMBIGUOUS = "ambiguous_reference"
-"""The drop reason of a reference that more than one earlier value answers, however it is worded."""
+AMBIGUOUS = AMBIGUOUS_REFERENCE
 
 
 class Dropped(Exception):
@@ -197,12 +196,13 @@ def _references(state: SessionState, mode: str) -> list[_Reference]:
     i = state.position
     if mode == "first":
         return [_Reference("first")]
-    if mode == "partial":
-        out = []
+    if mode == "partial":  # "the same again for the restock" is the latest restock, never an older one
+        out, seen = [], set()
         for j in range(i - 1, -1, -1):
-            for node in state.tasks[j].call_nodes:
-                if len(node.action.arguments) >= 2:
+            for node in reversed(state.tasks[j].call_nodes):
+                if node.name not in seen and len(node.action.arguments) >= 2:
                     out.append(_Reference("partial", repeat=node, repeat_task=j))
+                seen.add(node.name)
         return out
     if mode == "coref":
         facts = [f for f in state.facts if f.task == i - 1]
