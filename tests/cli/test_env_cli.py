@@ -221,9 +221,10 @@ def test_suite_ledger_writes_a_valid_suite(tmp_path):
     assert len(out.read_text().splitlines()) == 8
     checked = run("validate", str(out))
     assert checked.exit_code == 0 and "suite is valid" in checked.output
-    again = tmp_path / "again.jsonl"
+    again = tmp_path / "again" / "ledger.jsonl"  # the same name: sessions are named after the file
     run("suite", "ledger", "--out", str(again), "--sessions", "8", "--seed", "3")
     assert again.read_bytes() == out.read_bytes()
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()][:2] == ["ledger_0", "ledger_1"]
 
 
 # ------------------------------------------------------------------ environment files (replay and llm)

@@ -21,25 +21,25 @@ def run(*args: str):
 
 
 def test_ray_writes_the_suite_of_the_local_executor_over_several_shards(tmp_path):
-    local, remote = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
+    local, remote = tmp_path / "local" / "s.jsonl", tmp_path / "ray" / "s.jsonl"  # one name: the ids come from it
     common = ("--env", "inventory", "--n", "600", "--no-verify")  # three shards of 256
     assert run(*common, "--out", str(local)).exit_code == 0
     made = run(*common, "--out", str(remote), "--executor", "ray")
     assert made.exit_code == 0, made.output
     assert remote.read_bytes() == local.read_bytes()
-    report = json.loads((tmp_path / "ray.jsonl.report.json").read_text())
+    report = json.loads((tmp_path / "ray" / "s.jsonl.report.json").read_text())
     assert report["executor"] == "ray" and report["sessions"] == 600
 
 
 def test_a_resumed_ray_run_continues_a_half_done_ledger_block_exactly(tmp_path):
     """Ledger sessions depend on the earlier ones of their block: the workers get the logged ones back."""
-    local, remote = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
+    local, remote = tmp_path / "local" / "s.jsonl", tmp_path / "ray" / "s.jsonl"
     common = ("--env", "ledger", "--env", "inventory", "--n", "40")
     assert run(*common, "--out", str(local)).exit_code == 0
     assert run(*common, "--out", str(remote), "--executor", "ray").exit_code == 0
     assert remote.read_bytes() == local.read_bytes()
     # as if killed: the header and 15 of the sessions, in a scrambled order
-    log = tmp_path / "ray.jsonl.progress.jsonl"
+    log = tmp_path / "ray" / "s.jsonl.progress.jsonl"
     lines = log.read_text().splitlines()
     records = [json.loads(line) for line in lines[1:] if '"key"' in line]
     kept = sorted((r for r in records if r["order"] < 15), key=lambda r: -r["order"])
@@ -58,11 +58,10 @@ def test_an_unknown_executor_is_refused(tmp_path):
 
 def test_a_second_ray_run_makes_no_model_call(tmp_path):
     """The workers of a local instance share the run's response cache (one SQLite file, many processes)."""
-    from fake_openai import FakeOpenAI, Reply, serve_in_thread
+    from fake_openai import FakeOpenAI, Reply, serve_in_thread, writer_echo
 
     def writer(body: dict) -> Reply:
-        brief = json.loads(body["messages"][-1]["content"])
-        return Reply(text=json.dumps({"utterance": brief["a correct example"]}))
+        return Reply(text=writer_echo(body))
 
     fake = FakeOpenAI(writer)
     out = tmp_path / "s.jsonl"

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from fake_openai import FakeOpenAI, HttpError, Reply, serve_in_thread
+from fake_openai import FakeOpenAI, HttpError, Reply, serve_in_thread, writer_echo
 from library_env import LIBRARY, library_model
 from typer.testing import CliRunner
 
@@ -30,13 +30,11 @@ def run(*args: str):
 
 
 def _model(body: dict) -> Reply:
-    """The simulator (library_model) and the utterance writer (echoes the brief's correct example, re-worded by a
-    rule that depends on the request only, so replies never depend on the order calls arrive in)."""
-    system = body["messages"][0]["content"]
-    if system.startswith("You write what a user types"):
-        brief = json.loads(body["messages"][-1]["content"])
-        example = brief["a correct example"]
-        return Reply(text=json.dumps({"utterance": f"Hello there. {example}" if len(example) % 2 else example}))
+    """The simulator (library_model) and the writers (echo the brief's correct example, re-worded by a rule that
+    depends on the request only, so replies never depend on the order calls arrive in)."""
+    written = writer_echo(body, lambda example: f"Hello there. {example}" if len(example) % 2 else example)
+    if written is not None:
+        return Reply(text=written)
     return Reply(text=library_model(SimpleNamespace(messages=body["messages"])))
 
 

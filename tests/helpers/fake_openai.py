@@ -280,3 +280,20 @@ def serve_in_thread(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(5)
+
+
+def writer_echo(body: dict, reword: Callable[[str], str] = lambda text: text) -> str | None:
+    """The reply of a data writer that keeps the brief's correct example (reworded by ``reword``): the utterance
+    writer's ``{"utterance": ...}`` or the answer writer's ``{"answer": ...}``; None for any other request."""
+    system = body["messages"][0]["content"]
+    field = (
+        "utterance"
+        if system.startswith("You write what a user types")
+        else "answer"
+        if system.startswith("You write an assistant's final reply")
+        else None
+    )
+    if field is None:
+        return None
+    brief = json.loads(body["messages"][1]["content"])
+    return json.dumps({field: reword(brief["a correct example"])})

@@ -18,7 +18,7 @@ from toolwild.errors import StructuredOutputError
 from toolwild.llm.client import LLM
 from toolwild.llm.types import ChatRequest
 
-__all__ = ["InvalidReply", "generate_checked", "generate_structured"]
+__all__ = ["InvalidReply", "generate_checked", "generate_structured", "write_checked"]
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -143,3 +143,52 @@ def _schema_of(output_type: type[BaseModel]) -> dict[str, Any]:
     """A model's JSON Schema, built once per type (pydantic rebuilds it on every call, about a millisecond; a
     simulated environment asks for the same verdict schema on every call). Callers only read it."""
     return output_type.model_json_schema()
+
+
+async def write_checked(
+    llm: LLM,
+    messages: list[dict[str, Any]],
+    reply_model: type[BaseModel],
+    field: str,
+    problems: Callable[[str], list[str]],
+    fallback: str,
+    *,
+    name: str,
+    role: str,
+    seed: int = 0,
+    max_tokens: int = 300,
+    max_attempts: int = 2,
+) -> tuple[str, bool]:
+    """A text a model writes (the ``field`` of a one-field JSON reply) that ``problems`` accepts, or ``fallback``.
+
+    Why: generated data is model-written where a model is given and template-written otherwise, under the same rules
+    (an utterance must state what the user supplies, an answer must not invent a number); a reply that breaks them is
+    sent back with its problems, then the template is used. Returns (text, written by the model).
+    """
+
+    def check(text: str) -> str:
+        try:
+            reply = reply_model.model_validate_json(text)
+        except ValueError as exc:
+            raise InvalidReply(f"- reply: not the JSON object asked for ({str(exc)[:200]})") from None
+        value = str(getattr(reply, field)).strip()
+        found = problems(value)
+        if found:
+            raise InvalidReply("\n".join(found))
+        return value
+
+    try:
+        text = await generate_checked(
+            llm,
+            messages,
+            reply_model.model_json_schema(),
+            check,
+            name=name,
+            role=role,
+            max_attempts=max_attempts,
+            seed=seed,
+            max_tokens=max_tokens,
+        )
+    except StructuredOutputError:
+        return fallback, False
+    return text, True

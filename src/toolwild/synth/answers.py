@@ -30,9 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolwild.core.answers import answer_limit, answer_problems, decoded, is_reportable, observation_result
 from toolwild.core.hidden_intent import mentions, scalar_values
 from toolwild.core.tool import Effect, Tool
-from toolwild.errors import StructuredOutputError
 from toolwild.llm.client import LLM
-from toolwild.llm.structured import InvalidReply, generate_checked
+from toolwild.llm.structured import write_checked
 from toolwild.synth.utterances import humanize
 
 __all__ = ["Call", "template_answer", "write_answer"]
@@ -487,30 +486,15 @@ async def write_answer(
         {"role": "system", "content": _SYSTEM},
         {"role": "user", "content": json.dumps(brief, ensure_ascii=False, default=str)},
     ]
-
-    def check(text: str) -> str:
-        try:
-            reply = _Answer.model_validate_json(text)
-        except ValueError as exc:
-            raise InvalidReply(f"- reply: not the JSON object asked for ({str(exc)[:200]})") from None
-        answer = reply.answer.strip()
-        problems = answer_problems(answer, results, earlier)
-        if problems:
-            raise InvalidReply("\n".join(f"- answer: {p}" for p in problems))
-        return answer
-
-    try:
-        text = await generate_checked(
-            llm,
-            messages,
-            _Answer.model_json_schema(),
-            check,
-            name="answer",
-            role="answer-writer",
-            max_attempts=2,
-            seed=seed,
-            max_tokens=300,
-        )
-    except StructuredOutputError:
-        return template, False
-    return text, True
+    return await write_checked(
+        llm,
+        messages,
+        _Answer,
+        "answer",
+        lambda text: [f"- answer: {p}" for p in answer_problems(text, results, earlier)],
+        template,
+        name="answer",
+        role="answer-writer",
+        seed=seed,
+        max_tokens=300,
+    )

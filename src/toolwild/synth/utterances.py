@@ -30,9 +30,8 @@ from toolwild.core.hidden_intent import mentions, scalar_values
 from toolwild.core.overlap import copied_description_spans
 from toolwild.core.references import ARG_MARKERS, FIRST_MARKERS, RESULT_MARKERS, Pointer, humanize
 from toolwild.core.tool import Tool
-from toolwild.errors import StructuredOutputError
 from toolwild.llm.client import LLM
-from toolwild.llm.structured import InvalidReply, generate_checked
+from toolwild.llm.structured import write_checked
 
 __all__ = [
     "Phrase",
@@ -686,28 +685,15 @@ async def write_utterance(
         {"role": "user", "content": json.dumps(_brief(wording, history, template, service), ensure_ascii=False)},
     ]
 
-    def check(text: str) -> str:
-        try:
-            reply = _Utterance.model_validate_json(text)
-        except ValueError as exc:
-            raise InvalidReply(f"- reply: not the JSON object asked for ({str(exc)[:200]})") from None
-        problems = wording_problems(reply.utterance, wording)
-        if problems:
-            raise InvalidReply("\n".join(problems))
-        return reply.utterance.strip()
-
-    try:
-        text = await generate_checked(
-            llm,
-            messages,
-            _Utterance.model_json_schema(),
-            check,
-            name="utterance",
-            role="user-writer",
-            max_attempts=2,
-            seed=seed,
-            max_tokens=200,
-        )
-    except StructuredOutputError:
-        return template, False
-    return text, True
+    return await write_checked(
+        llm,
+        messages,
+        _Utterance,
+        "utterance",
+        lambda text: wording_problems(text, wording),
+        template,
+        name="utterance",
+        role="user-writer",
+        seed=seed,
+        max_tokens=200,
+    )
