@@ -60,7 +60,9 @@ def run(
     model: ModelOption = "local",
     base_url: BaseUrlOption = None,
     threshold: Annotated[float, typer.Option(min=0.0, max=1.0, help="Least reliability a tool keeps.")] = 0.75,
-    out: Annotated[Path | None, typer.Option(help="Write the environment without unreliable tools here.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write the environment without unreliable tools here.")
+    ] = None,
     report: Annotated[Path | None, typer.Option(help="Write every call, observation and verdict here (JSON).")] = None,
     cache: CacheOption = None,
     concurrency: Annotated[

@@ -25,7 +25,15 @@ from toolwild.core.verdict import ScoringMode
 from toolwild.errors import ConfigError
 from toolwild.eval.build import AGENT_FORMS, build_agent, build_simulator
 from toolwild.eval.metrics.accuracy import compute_metrics
-from toolwild.eval.runner import RunConfig, RunProgress, load_run_config, load_run_trajectories, run_suite
+from toolwild.eval.runner import (
+    VERDICTS,
+    RunConfig,
+    RunProgress,
+    load_run_config,
+    load_run_trajectories,
+    run_suite,
+    write_verdicts,
+)
 from toolwild.eval.session import HistoryMode
 from toolwild.export.wtb_result import write_wtb_results
 from toolwild.llm.cache import CacheMode
@@ -240,6 +248,7 @@ def eval_command(
         if simulator is not None and simulator is not llm:
             metrics.extensions["simulator_usage"] = simulator.usage.as_dict() if executor == "local" else remote_usage
         write_json(run_dir / "metrics.json", metrics.model_dump(mode="json"))
+        write_verdicts(run_dir / VERDICTS, verdicts)
         if export_wtb_result is not None:
             trajectories = load_run_trajectories(run_dir)
             write_wtb_results(export_wtb_result, suite, trajectories, verdicts, model_name=agent_obj.name)

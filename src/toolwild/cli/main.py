@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from toolwild import __version__
 from toolwild.cli.audit import audit_app
 from toolwild.cli.env import env_app
 from toolwild.cli.eval import eval_command
@@ -11,6 +14,7 @@ from toolwild.cli.export import export_command
 from toolwild.cli.importer import import_app
 from toolwild.cli.model import model_app
 from toolwild.cli.score import score
+from toolwild.cli.show import show
 from toolwild.cli.suite import suite_app
 from toolwild.cli.synth import synth_app
 from toolwild.cli.validate import validate
@@ -21,9 +25,29 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every subcommand's context
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"toolwild {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Synthesize wild tool-use sessions and evaluate tool-calling agents with WildToolBench-exact scoring."""
+
+
 app.command("validate")(validate)
 app.command("score")(score)
+app.command("show")(show)
 app.command("eval")(eval_command)
 app.command("export")(export_command)
 app.add_typer(model_app, name="model")

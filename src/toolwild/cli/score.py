@@ -15,7 +15,7 @@ from toolwild.core.session import Suite
 from toolwild.core.verdict import ScoringMode
 from toolwild.errors import ConfigError, ScoringError
 from toolwild.eval.metrics.accuracy import compute_metrics
-from toolwild.eval.runner import RunConfig, load_run_config, load_run_trajectories
+from toolwild.eval.runner import VERDICTS, RunConfig, load_run_config, load_run_trajectories, write_verdicts
 from toolwild.eval.scoring.session import score_suite
 from toolwild.report.scoreboard import render_scoreboard
 
@@ -39,7 +39,7 @@ def score(
         ScoringMode | None,
         typer.Option(help="wtb = published scorer, strict = defects fixed (default: wtb or the run's)."),
     ] = None,
-    out: Annotated[Path | None, typer.Option(help="Write the metric JSON here.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the metric JSON here.")] = None,
     verdicts: Annotated[Path | None, typer.Option(help="Write per-session verdicts (JSONL) here.")] = None,
     model_name: Annotated[
         str | None, typer.Option(help="Model name for the metric file (default: from the results).")
@@ -73,7 +73,7 @@ def score(
         suite, suite_report = load_wtb_suite(suite_path, skip_invalid=skip_invalid)
         report_skipped(suite_report)
         if run_config is not None:
-            _check_suite(run_config, suite, suite_path)
+            check_run_suite(run_config, suite, suite_path)
             trajectories = load_run_trajectories(results, suite=suite)
         else:  # published lines are checked against the suite: same ids are not enough, the tasks must match
             trajectories, result_report = load_trajectories(results, skip_invalid=skip_invalid, suite=suite)
@@ -91,11 +91,10 @@ def score(
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(metrics.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n")
         console.print(f"metrics written to {out}")
+    if run_config is not None and out is not None and out.resolve() == (results / METRICS).resolve():
+        write_verdicts(results / VERDICTS, session_verdicts)  # the run's own verdicts, beside its own metrics
     if verdicts is not None:
-        verdicts.parent.mkdir(parents=True, exist_ok=True)
-        with verdicts.open("w", encoding="utf-8") as fh:
-            for v in session_verdicts:
-                fh.write(json.dumps(v.model_dump(mode="json"), ensure_ascii=False) + "\n")
+        write_verdicts(verdicts, session_verdicts)
         console.print(f"verdicts written to {verdicts}")
     raise typer.Exit(outcome_exit_code(session_verdicts, resume_hint=run_config is not None and results))
 
@@ -130,7 +129,7 @@ def _run_extensions(run_dir: Path) -> dict[str, Any]:
     return {key: extensions[key] for key in RUN_ONLY_EXTENSIONS if key in extensions}
 
 
-def _check_suite(run_config: RunConfig, suite: Suite, suite_path: Path) -> None:
+def check_run_suite(run_config: RunConfig, suite: Suite, suite_path: Path) -> None:
     """Refuse a suite other than the run's: results of a suite whose session ids overlap would score silently."""
     if run_config.suite_digest is None:  # a run from before fingerprints were recorded: nothing to compare
         return

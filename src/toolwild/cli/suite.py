@@ -14,7 +14,7 @@ suite_app = typer.Typer(help="Built-in suites.", no_args_is_help=True)
 
 @suite_app.command("ledger")
 def ledger(
-    out: Annotated[Path, typer.Option(help="Where to write the suite (WildToolBench JSONL).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the suite (WildToolBench JSONL).")],
     sessions: Annotated[int, typer.Option(min=1, help="Number of sessions.")] = 64,
     seed: Annotated[int, typer.Option(help="Generation seed (same seed, same suite).")] = 0,
     like_published: Annotated[

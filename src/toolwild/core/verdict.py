@@ -97,6 +97,11 @@ class StepVerdict(BaseModel):
     """Gold node indices this step was matched to (name-sorted, as the harness returns their observations)."""
     arguments_label: Label | None = None
     argument_checks: list[ArgumentCheck] = Field(default_factory=list)
+    expected: list[str] = Field(default_factory=list)
+    """A failing step: the action names legal at its position of the gold DAG (pseudo-actions included), so a
+    reader sees what the agent could have done; empty on passing steps and when no step was left."""
+    explanation: str = ""
+    """A failing step in words: what was expected and what came (``error_reason`` keeps the published string)."""
 
 
 class TaskVerdict(BaseModel):
@@ -129,6 +134,8 @@ class TaskVerdict(BaseModel):
     """Messages the backend dropped to fit its context during this task (what the model saw was cut)."""
     dropped_step: int | None = None
     """``wtb``: the step entry the published argument pass deletes after an argument error (kept in ``steps``)."""
+    explanation: str = ""
+    """Why the task failed (the first failing step's explanation) or why a correct task is not optimal, in words."""
     steps: list[StepVerdict] = Field(default_factory=list)
 
 

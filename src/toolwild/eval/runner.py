@@ -35,9 +35,20 @@ from toolwild.eval.session import HistoryMode, run_session
 from toolwild.llm.client import LLM
 from toolwild.run import Executor, LocalExecutor, Unit
 
-__all__ = ["EvalWorker", "RunConfig", "RunProgress", "load_run_config", "load_run_trajectories", "run_suite"]
+__all__ = [
+    "VERDICTS",
+    "EvalWorker",
+    "RunConfig",
+    "RunProgress",
+    "load_run_config",
+    "load_run_trajectories",
+    "run_suite",
+    "write_verdicts",
+]
 
 TRAJECTORIES = "trajectories.jsonl"
+VERDICTS = "verdicts.jsonl"
+"""Per-session verdicts of a run, rewritten whole at the end (like metrics.json), so a resumed run's file is whole."""
 log = logging.getLogger(__name__)
 
 
@@ -165,6 +176,14 @@ def load_run_trajectories(run_dir: Path, *, repair: bool = False, suite: Suite |
         write_text_atomic(path, "".join(lines))
         return list(final.values())
     return list(kept.values())
+
+
+def write_verdicts(path: Path, verdicts: list[SessionVerdict]) -> None:
+    """One ``SessionVerdict`` per line, written atomically: the one writer of ``eval``'s ``verdicts.jsonl`` and of
+    ``score --verdicts``, so both files hold the same content for the same run."""
+    lines = (json.dumps(v.model_dump(mode="json"), ensure_ascii=False) + "\n" for v in verdicts)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, "".join(lines))
 
 
 async def _run_one(session: Session, agent: Agent, config: RunConfig, simulator: LLM | None) -> Trajectory:

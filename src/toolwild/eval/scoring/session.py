@@ -109,6 +109,7 @@ def _apply_failure(record: TaskTrajectory, verdict: TaskVerdict) -> None:
         # do not apply; a step budget keeps the class of what the agent was doing
         verdict.error_class = ErrorClass.INFERENCE_FAILED
         verdict.error_reason = record.failure.message
+        verdict.explanation = record.failure.message
 
 
 def _write_tools(session: Session, base_dir: Path | None) -> set[str]:
