@@ -21,6 +21,7 @@ from toolwild.cli._common import (
 )
 from toolwild.core.files import write_json
 from toolwild.core.formats.wtb import load_wtb_suite, write_wtb_suite
+from toolwild.core.session import Suite
 from toolwild.core.verdict import ScoringMode
 from toolwild.errors import ConfigError
 from toolwild.eval.build import AGENT_FORMS, build_agent, build_simulator
@@ -48,6 +49,32 @@ DEFAULT_SUBSET = 4
 """Sessions of the built-in ledger suite run by default (the embedded model needs about a minute per session)."""
 
 
+def _selected(suite: Suite, limit: int | None, only: str | None) -> Suite:
+    """The sessions ``--sessions`` names (in the suite's order), then the first ``--limit`` of them."""
+    sessions = suite.sessions
+    if only is not None:
+        wanted = [s.strip() for s in only.split(",") if s.strip()]
+        known = {s.id for s in sessions}
+        unknown = [w for w in wanted if w not in known]
+        if not wanted or unknown:
+            raise ConfigError(f"--sessions: no session {', '.join(unknown) or '(none given)'} in the suite")
+        sessions = [s for s in sessions if s.id in set(wanted)]
+    if limit is not None:
+        sessions = sessions[:limit]
+    return suite.model_copy(update={"sessions": sessions})
+
+
+def _anchored(suite: Suite, folder: Path) -> Suite:
+    """Environment files named relative to the suite's folder, made absolute: the copy lives in the run folder."""
+    sessions = []
+    for session in suite.sessions:
+        env = session.environment
+        if env and not Path(env).is_absolute() and (folder / env).is_file():
+            session = session.model_copy(update={"environment": str((folder / env).resolve())})
+        sessions.append(session)
+    return suite.model_copy(update={"sessions": sessions})
+
+
 def eval_command(
     suite_path: Annotated[
         Path | None,
@@ -56,6 +83,10 @@ def eval_command(
     all_sessions: Annotated[
         bool, typer.Option("--all", help=f"Built-in ledger suite: run all sessions, not the first {DEFAULT_SUBSET}.")
     ] = False,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Run only the suite's first N sessions.")] = None,
+    only: Annotated[
+        str | None, typer.Option("--sessions", help="Run only these sessions (comma-separated ids).")
+    ] = None,
     agent: Annotated[str, typer.Option(help=f"Agent: {', '.join(AGENT_FORMS)}.")] = "model",
     model: Annotated[str, typer.Option(help=f"Model for --agent model: {'; '.join(describe_backends())}.")] = "local",
     base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
@@ -146,6 +177,8 @@ def eval_command(
     with handled_errors():
         check_executor(executor)
         if resume is not None:
+            if limit is not None or only is not None:
+                raise ConfigError("a resumed run keeps its sessions: leave out --limit and --sessions")
             config = _resume_config(resume, base_url)
             run_dir = resume
         else:
@@ -158,12 +191,22 @@ def eval_command(
                 if (run_dir / "trajectories.jsonl").exists():
                     raise ConfigError(f"{run_dir} already holds a run; use --resume to continue it")
                 ledger = build_ledger_suite()
-                if not all_sessions:
+                if not all_sessions and limit is None and only is None:
                     ledger.sessions = ledger.sessions[:DEFAULT_SUBSET]
                 run_dir.mkdir(parents=True, exist_ok=True)
                 suite_path = run_dir / "suite.jsonl"
-                write_wtb_suite(ledger, suite_path)
+                write_wtb_suite(_selected(ledger, limit, only), suite_path)
                 history = history or HistoryMode.FREE
+            elif limit is not None or only is not None:
+                # the run keeps the sessions it runs: re-scoring and resuming read this file, not the whole suite
+                if (run_dir / "trajectories.jsonl").exists():
+                    raise ConfigError(f"{run_dir} already holds a run; use --resume to continue it")
+                whole, report = load_wtb_suite(suite_path, skip_invalid=skip_invalid)
+                report_skipped(report)
+                chosen = _anchored(_selected(whole, limit, only), suite_path.resolve().parent)
+                run_dir.mkdir(parents=True, exist_ok=True)
+                write_wtb_suite(chosen, run_dir / "suite.jsonl")
+                suite_path = run_dir / "suite.jsonl"
             config = RunConfig(
                 suite=str(suite_path.resolve()),
                 agent=agent,

@@ -16,17 +16,22 @@ def _pct(x: float) -> str:
     return f"{100 * x:.2f}%"
 
 
+def _rate(part: int, whole: int, rate: float) -> tuple[str, str]:
+    """A figure and its count; a figure of nothing is ``n/a``, never ``0.00%`` of ``0/0``."""
+    return (_pct(rate), f"{part}/{whole}") if whole else ("n/a", "0")
+
+
 def _leaf_row(table: Table, name: str, leaf: dict[str, Any]) -> None:
     if leaf.get("total_count", 0) == 0:
         return
     table.add_row(name, _pct(leaf["accuracy"]), f"{leaf['correct_count']}/{leaf['total_count']}")
 
 
-def _section(title: str, info: dict[str, dict[str, Any]]) -> Table:
+def _section(title: str, info: dict[str, dict[str, Any]], unit: str = "tasks") -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("", style="bold")
     table.add_column("accuracy", justify="right")
-    table.add_column("n", justify="right")
+    table.add_column(unit, justify="right")
     for name, leaf in info.items():
         _leaf_row(table, name, leaf)
     return table
@@ -39,27 +44,35 @@ def render_scoreboard(metrics: Metrics, console: Console) -> None:
     head.add_column("metric", style="bold")
     head.add_column("value", justify="right")
     head.add_column("n", justify="right")
+    head.add_column("counts", style="dim")
     head.add_column("95% CI", justify="right")
     ci = ext.get("confidence_intervals", {})
-    for key, label in (("task", "Task accuracy"), ("session", "Session accuracy")):
+    for key, label, unit in (("task", "Task accuracy", "tasks"), ("session", "Session accuracy", "sessions")):
         leaf = metrics.total_info[key]
-        bounds = ci.get(key)
+        bounds = ci.get(key) if leaf["total_count"] else None
         interval = f"[{_pct(bounds['low'])}, {_pct(bounds['high'])}]" if bounds else ""
-        head.add_row(label, _pct(leaf["accuracy"]), f"{leaf['correct_count']}/{leaf['total_count']}", interval)
+        head.add_row(label, *_rate(leaf["correct_count"], leaf["total_count"], leaf["accuracy"]), unit, interval)
     opt = metrics.optimal_info["Total"]
     if opt["total_count"]:
-        head.add_row("Optimal path rate", _pct(opt["accuracy"]), f"{opt['correct_count']}/{opt['total_count']}", "")
+        head.add_row(
+            "Optimal path rate", _pct(opt["accuracy"]), f"{opt['correct_count']}/{opt['total_count']}", "tasks", ""
+        )
     prog = metrics.progress_info["Total"]
     if prog["total_step"]:
-        head.add_row("Accomplish progress", _pct(prog["rate"]), f"{prog['complete_step']}/{prog['total_step']}", "")
+        head.add_row(
+            "Accomplish progress", _pct(prog["rate"]), f"{prog['complete_step']}/{prog['total_step']}", "steps", ""
+        )
     state = ext.get("state_info")
     if state:
-        for key, label in (("task_state", "Expected state after task"), ("final_state", "Final state (session)")):
+        for key, label, unit in (
+            ("task_state", "Expected state after task", "tasks"),
+            ("final_state", "Final state (session)", "sessions"),
+        ):
             leaf = state[key]
             if leaf["total_count"]:
-                head.add_row(label, _pct(leaf["accuracy"]), f"{leaf['correct_count']}/{leaf['total_count']}", "")
+                head.add_row(label, _pct(leaf["accuracy"]), f"{leaf['correct_count']}/{leaf['total_count']}", unit, "")
         writes = state["redundant_writes"]
-        head.add_row("Redundant writes", str(writes["writes"]), f"{writes['tasks']} tasks", "")
+        head.add_row("Redundant writes", str(writes["writes"]), str(writes["tasks"]), "tasks", "")
     console.print(head)
 
     transitions = {f"{k} transitions": v["session"] for k, v in ext.get("transition_info", {}).items()}
@@ -68,7 +81,7 @@ def render_scoreboard(metrics: Metrics, console: Console) -> None:
             _section("By task type", metrics.task_type_info),
             _section("By position", {f"task {k}": v for k, v in metrics.layer_info.items()}),
             _section("By turn subtype", metrics.turn_subtype_info),
-            _section("Sessions by instruction transitions", transitions),
+            _section("Sessions by instruction transitions", transitions, unit="sessions"),
         )
     )
     taxonomy = {k: v for k, v in ext.get("error_taxonomy", {}).items() if v["count"]}
