@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 FIXTURES ?= ../shared/fixtures
 
-.PHONY: demo test wheel-check lint bench clean
+.PHONY: demo test wheel-check lint bench clean chromium
 
 # llama.cpp is compiled without -march=native: a native build picks up CPU features (AMX) that crash inside
 # some virtual machines, and the wheel pip caches must run on any machine of this kind.
@@ -20,7 +20,7 @@ demo: $(STAMP)
 	$(BIN)/toolwild eval
 
 ## test: lint, then the whole test suite
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check --quiet src tests bench
 	$(BIN)/pytest
@@ -40,3 +40,11 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .ruff_cache .hypothesis
+
+## chromium: Debian's chromium for the report's browser tests (playwright drives it; no browser is downloaded)
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium (the report's browser tests)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 || \
+	  { $$SUDO apt-get update >/dev/null && $$SUDO apt-get install -y --no-install-recommends chromium >/dev/null; }; }

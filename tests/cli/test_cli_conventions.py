@@ -1,7 +1,9 @@
-"""Conventions every command keeps: ``-h`` as well as ``--help``, ``-o`` wherever ``--out``, and ``--version``."""
+"""Conventions every command keeps: ``-h`` as well as ``--help``, ``-o`` wherever ``--out``, ``--version``, and a help
+that fits 80 columns with no flag name cut."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -33,6 +35,10 @@ def test_short_help_and_short_out(path, command):
     result = CliRunner().invoke(app, [*path, "-h"], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     assert "Usage:" in result.output
+    lines = result.output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    cut = [line for line in lines if re.search(r"--[\w-]*…", line)]
+    assert cut == [], f"flag names cut at 80 columns: {cut}"
     for param in command.params:
         if "--out" in getattr(param, "opts", []):
             assert "-o" in param.opts, f"{' '.join(path)}: --out without -o"

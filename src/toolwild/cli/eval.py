@@ -78,45 +78,74 @@ def _anchored(suite: Suite, folder: Path) -> Suite:
 def eval_command(
     suite_path: Annotated[
         Path | None,
-        typer.Option("--suite", help="A WildToolBench-format suite (JSONL); default: the built-in ledger suite."),
+        typer.Option(
+            "--suite",
+            help="A WildToolBench-format suite (JSONL); default: the built-in ledger suite.",
+            rich_help_panel="Suite",
+        ),
     ] = None,
     all_sessions: Annotated[
-        bool, typer.Option("--all", help=f"Built-in ledger suite: run all sessions, not the first {DEFAULT_SUBSET}.")
+        bool,
+        typer.Option(
+            "--all",
+            help=f"Built-in ledger suite: run all sessions, not the first {DEFAULT_SUBSET}.",
+            rich_help_panel="Suite",
+        ),
     ] = False,
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Run only the suite's first N sessions.")] = None,
-    only: Annotated[
-        str | None, typer.Option("--sessions", help="Run only these sessions (comma-separated ids).")
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, help="Run only the suite's first N sessions.", rich_help_panel="Suite"),
     ] = None,
-    agent: Annotated[str, typer.Option(help=f"Agent: {', '.join(AGENT_FORMS)}.")] = "model",
-    model: Annotated[str, typer.Option(help=f"Model for --agent model: {'; '.join(describe_backends())}.")] = "local",
-    base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    only: Annotated[
+        str | None,
+        typer.Option("--sessions", help="Run only these sessions (comma-separated ids).", rich_help_panel="Suite"),
+    ] = None,
+    agent: Annotated[
+        str, typer.Option(help=f"Agent: {', '.join(AGENT_FORMS)}.", rich_help_panel="Agent and model")
+    ] = "model",
+    model: Annotated[
+        str,
+        typer.Option(
+            help=f"Model for --agent model: {'; '.join(describe_backends())}.", rich_help_panel="Agent and model"
+        ),
+    ] = "local",
+    base_url: Annotated[
+        str | None, typer.Option(help="Base URL of an OpenAI-compatible server.", rich_help_panel="Agent and model")
+    ] = None,
     env_model: Annotated[
         str | None,
         typer.Option(
-            help="Model that simulates `llm` environment files in free mode (e.g. local; same forms as --model)."
+            help="Model that simulates `llm` environment files in free mode (e.g. local; same forms as --model).",
+            rich_help_panel="Agent and model",
         ),
     ] = None,
     prompt_mode: Annotated[
         bool | None,
-        typer.Option("--prompt-mode/--native-tools", help="Describe tools in the prompt (default: when not native)."),
+        typer.Option(
+            "--prompt-mode/--native-tools",
+            help="Describe tools in the prompt (default: when not native).",
+            rich_help_panel="Agent and model",
+        ),
     ] = None,
-    mode: Annotated[ScoringMode, typer.Option(help="wtb = published scorer, strict = defects fixed.")] = (
-        ScoringMode.WTB
-    ),
+    mode: Annotated[
+        ScoringMode, typer.Option(help="wtb = published scorer, strict = defects fixed.", rich_help_panel="Scoring")
+    ] = (ScoringMode.WTB),
     history: Annotated[
         HistoryMode | None,
         typer.Option(
             help="wtb = gold history of earlier tasks (published); free = the agent's own, on the live environment "
-            "when the suite has one (default: free for the built-in ledger suite, wtb otherwise)."
+            "when the suite has one (default: free for the built-in ledger suite, wtb otherwise).",
+            rich_help_panel="Scoring",
         ),
     ] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Sessions run at once.")] = 8,
+    concurrency: Annotated[int, typer.Option(min=1, help="Sessions run at once.", rich_help_panel="Run")] = 8,
     session_timeout: Annotated[
         float,
         typer.Option(
             min=0.001,
             help="Wall-clock seconds per session. When they run out, the session is a provider error if most of the "
             "time went to waiting on the provider, else the agent's timeout (its task fails).",
+            rich_help_panel="Run",
         ),
     ] = 1800.0,
     request_timeout: Annotated[
@@ -127,38 +156,63 @@ def eval_command(
             "(default: 600, the openai SDK's own).",
         ),
     ] = None,
-    max_steps: Annotated[int, typer.Option(min=1, help="Most assistant steps per task.")] = 32,
-    temperature: Annotated[float, typer.Option(help="Sampling temperature (recorded).")] = 0.0,
-    seed: Annotated[int, typer.Option(help="Sampling seed (recorded).")] = 0,
+    max_steps: Annotated[int, typer.Option(min=1, help="Most assistant steps per task.", rich_help_panel="Run")] = 32,
+    temperature: Annotated[
+        float, typer.Option(help="Sampling temperature (recorded).", rich_help_panel="Agent and model")
+    ] = 0.0,
+    seed: Annotated[int, typer.Option(help="Sampling seed (recorded).", rich_help_panel="Agent and model")] = 0,
     max_tokens: Annotated[
-        int | None, typer.Option(help="Most tokens per reply (default: 256 for the embedded model, else 1024).")
+        int | None,
+        typer.Option(
+            help="Most tokens per reply (default: 256 for the embedded model, else 1024).",
+            rich_help_panel="Agent and model",
+        ),
     ] = None,
-    cache: Annotated[CacheMode, typer.Option(help="Model cache of the run directory.")] = CacheMode.READ_WRITE,
-    runs_dir: Annotated[Path, typer.Option(help="Parent folder of run directories.")] = Path("runs"),
-    name: Annotated[str | None, typer.Option(help="Run name (default: agent + timestamp).")] = None,
-    resume: Annotated[Path | None, typer.Option(help="Continue a killed run directory (its config is reused).")] = None,
+    cache: Annotated[
+        CacheMode, typer.Option(help="Model cache of the run directory.", rich_help_panel="Agent and model")
+    ] = CacheMode.READ_WRITE,
+    runs_dir: Annotated[Path, typer.Option(help="Parent folder of run directories.", rich_help_panel="Run")] = Path(
+        "runs"
+    ),
+    name: Annotated[
+        str | None, typer.Option(help="Run name (default: agent + timestamp).", rich_help_panel="Run")
+    ] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="Continue a killed run directory (its config is reused).", rich_help_panel="Run")
+    ] = None,
     count_provider_errors: Annotated[
         bool,
         typer.Option(
-            "--count-provider-errors/--exclude-provider-errors",
+            "--count-provider-errors",
             help="Count sessions lost to provider errors as failed instead of leaving them out (they are listed "
             "either way).",
+            rich_help_panel="Scoring",
         ),
     ] = False,
     preflight: Annotated[
         bool,
-        typer.Option(help="One cheap model call before the run: fail fast when the endpoint or model is wrong."),
+        typer.Option(
+            help="One cheap model call before the run: fail fast when the endpoint or model is wrong.",
+            rich_help_panel="Agent and model",
+        ),
     ] = True,
     export_wtb_result: Annotated[
-        Path | None, typer.Option(help="Also write the published WildToolBench result format here.")
+        Path | None,
+        typer.Option(help="Also write the published WildToolBench result format here.", rich_help_panel="Scoring"),
     ] = None,
-    skip_invalid: Annotated[bool, typer.Option(help="Skip malformed suite records (counted and listed).")] = False,
+    skip_invalid: Annotated[
+        bool,
+        typer.Option(
+            "--skip-invalid", help="Skip malformed suite records (counted and listed).", rich_help_panel="Suite"
+        ),
+    ] = False,
     executor: Annotated[
         str,
         typer.Option(
             help="Where sessions run: `local` (this process) or `ray` (shards of --concurrency sessions as Ray tasks, "
             "each running up to --concurrency at once; pip install 'toolwild[ray]'). Results are written and scored "
-            "here either way."
+            "here either way.",
+            rich_help_panel="Run",
         ),
     ] = "local",
     ray_address: RayAddressOption = None,

@@ -20,7 +20,9 @@ def export_command(
         ExportFormat,
         typer.Option("--format", help="openai-chat (JSONL), sharegpt (JSONL, LLaMA-Factory layout) or parquet."),
     ] = ExportFormat.OPENAI_CHAT,
-    skip_invalid: Annotated[bool, typer.Option(help="Skip malformed suite records (counted and listed).")] = False,
+    skip_invalid: Annotated[
+        bool, typer.Option("--skip-invalid", help="Skip malformed suite records (counted and listed).")
+    ] = False,
 ) -> None:
     """Write every session's gold trajectory (first optimal path) as one training conversation, tools included.
 

@@ -44,9 +44,15 @@ def score(
     model_name: Annotated[
         str | None, typer.Option(help="Model name for the metric file (default: from the results).")
     ] = None,
-    skip_invalid: Annotated[bool, typer.Option(help="Skip malformed records (they are counted and listed).")] = False,
+    skip_invalid: Annotated[
+        bool, typer.Option("--skip-invalid", help="Skip malformed records (they are counted and listed).")
+    ] = False,
     count_provider_errors: Annotated[
-        bool, typer.Option(help="Count sessions lost to provider errors as failed instead of leaving them out.")
+        bool,
+        typer.Option(
+            "--count-provider-errors",
+            help="Count sessions lost to provider errors as failed instead of leaving them out.",
+        ),
     ] = False,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap confidence intervals.")] = 0,
 ) -> None:

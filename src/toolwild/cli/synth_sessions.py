@@ -61,7 +61,10 @@ def sessions(
     out: Annotated[Path, typer.Option("--out", "-o", dir_okay=False, help="The suite to write (JSONL).")],
     n: Annotated[int, typer.Option("--n", min=1, help="Sessions to generate.")] = 256,
     like_published: Annotated[
-        bool, typer.Option(help="Each of the 4^4 orderings of single/multi/clarify/chat once per 256 sessions.")
+        bool,
+        typer.Option(
+            "--like-published", help="Each of the 4^4 orderings of single/multi/clarify/chat once per 256 sessions."
+        ),
     ] = False,
     transitions: Annotated[
         int | None, typer.Option(min=0, max=3, help="Every session with this many instruction transitions.")
