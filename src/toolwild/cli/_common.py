@@ -65,19 +65,67 @@ def outcome_exit_code(verdicts: Sequence[SessionVerdict], *, resume_hint: Path |
     return 0
 
 
+PLAIN_PROGRESS_EVERY_S = 5.0
+"""When output is not a terminal, a progress line is printed this often (a bar cannot be drawn in a log file)."""
+
+
 def progress_bar(label: str, *, status: str | None = None, to: Console | None = None) -> Progress:
-    """The one progress bar of long commands: label, bar, done/total, an optional status field, elapsed time.
+    """The one progress bar of long commands: label, bar, done/total, an optional status field, elapsed time and an
+    estimate of the time left.
 
     Transient (it disappears when done, leaving the result table); ``status`` names a task field shown beside the
-    count (a stage, the last session's outcome ...).
+    count (a stage, the last session's outcome ...). When the output is not a terminal (CI, a log file, a pipe),
+    a plain line is printed every few seconds instead: a long run is never silent.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    out = to or console
     columns = [TextColumn(label), BarColumn(), MofNCompleteColumn()]
     if status is not None:
         columns.append(TextColumn(f"{{task.fields[{status}]}}"))
-    columns.append(TimeElapsedColumn())
-    return Progress(*columns, console=to or console, transient=True)
+    columns += [TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn()]
+    if out.is_terminal:
+        from rich.progress import Progress
+
+        return Progress(*columns, console=out, transient=True)
+    return _plain_progress(columns, out, label, status)
+
+
+def _plain_progress(columns: list, out: Console, label: str, status: str | None) -> Progress:
+    """A Progress that, with no terminal to draw on, prints ``label done/total status, elapsed, left`` lines."""
+    import threading
+    import time
+
+    from rich.progress import Progress
+
+    class PlainProgress(Progress):
+        def __enter__(self) -> Progress:
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._tick, daemon=True)
+            self._thread.start()
+            return super().__enter__()
+
+        def __exit__(self, *exc: object) -> None:
+            self._stop.set()
+            self._thread.join(timeout=1)
+            super().__exit__(*exc)
+
+        def _tick(self) -> None:
+            while not self._stop.wait(PLAIN_PROGRESS_EVERY_S):
+                for task in self.tasks:
+                    if task.finished:
+                        continue
+                    left = (
+                        f", {time.strftime('%H:%M:%S', time.gmtime(task.time_remaining))} left"
+                        if task.time_remaining
+                        else ""
+                    )
+                    extra = f" {task.fields.get(status, '')}" if status else ""
+                    elapsed = time.strftime("%H:%M:%S", time.gmtime(task.elapsed or 0))
+                    total = "?" if task.total is None else f"{task.total:,.0f}"
+                    out.print(f"{label} {task.completed:,.0f}/{total}{extra} (elapsed {elapsed}{left})")
+
+    return PlainProgress(*columns, console=out, transient=True, disable=True)
 
 
 def report_skipped(report: LoadReport, *, limit: int = 10) -> None:

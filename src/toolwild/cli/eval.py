@@ -22,8 +22,8 @@ from toolwild.cli._common import (
 from toolwild.core.files import write_json
 from toolwild.core.formats.wtb import load_wtb_suite, write_wtb_suite
 from toolwild.core.session import Suite
-from toolwild.core.verdict import ScoringMode
-from toolwild.errors import ConfigError
+from toolwild.core.verdict import Metrics, ScoringMode
+from toolwild.errors import ConfigError, ToolwildError
 from toolwild.eval.build import AGENT_FORMS, build_agent, build_simulator
 from toolwild.eval.metrics.accuracy import compute_metrics
 from toolwild.eval.runner import (
@@ -40,6 +40,7 @@ from toolwild.export.wtb_result import write_wtb_results
 from toolwild.llm.cache import CacheMode
 from toolwild.llm.redact import redact_url
 from toolwild.llm.registry import describe_backends
+from toolwild.report.html import RunView, write_report
 from toolwild.report.scoreboard import render_scoreboard
 
 if TYPE_CHECKING:
@@ -288,9 +289,10 @@ def eval_command(
 
         with progress_bar("[bold]sessions", status="status") as progress:
             bar = progress.add_task("run", total=len(suite.sessions), status="")
+            total_tasks = sum(len(s.tasks) for s in suite.sessions)
 
             def show(p: RunProgress) -> None:
-                status = f"task acc {p.task_accuracy:.1%} · tokens {p.tokens:,}"
+                status = f"tasks {p.tasks}/{total_tasks} · task acc {p.task_accuracy:.1%} · tokens {p.tokens:,}"
                 if p.model_failures:
                     status += f" · model failures {p.model_failures}"
                 if p.provider_errors:
@@ -346,14 +348,24 @@ def eval_command(
             metrics.extensions["simulator_usage"] = simulator.usage.as_dict() if executor == "local" else remote_usage
         write_json(run_dir / "metrics.json", metrics.model_dump(mode="json"))
         write_verdicts(run_dir / VERDICTS, verdicts)
+        trajectories = load_run_trajectories(run_dir)
+        _write_report(run_dir, RunView.of(suite, trajectories, verdicts, config), metrics)
         if export_wtb_result is not None:
-            trajectories = load_run_trajectories(run_dir)
             write_wtb_results(export_wtb_result, suite, trajectories, verdicts, model_name=agent_obj.name)
     render_scoreboard(metrics, console)
     console.print(f"run directory: {run_dir}")
     if export_wtb_result is not None:
         console.print(f"published-format results: {export_wtb_result}")
     raise typer.Exit(outcome_exit_code(verdicts, resume_hint=run_dir))
+
+
+def _write_report(run_dir: Path, view: RunView, metrics: Metrics) -> None:
+    """``report.html`` from what the run holds in hand; a failure to write it costs no finished work (the
+    metrics and verdicts are already on disk), so it is a warning with the command that retries it."""
+    try:
+        write_report(run_dir, view=view, metrics=metrics)
+    except (OSError, ToolwildError) as exc:
+        err_console.print(f"[yellow]report.html not written: {exc} (retry: toolwild report {run_dir})[/]")
 
 
 def _resume_config(run_dir: Path, base_url: str | None) -> RunConfig:
