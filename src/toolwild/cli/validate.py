@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,7 +15,7 @@ from toolwild.cli._common import console, handled_errors, make_llm
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.jsonl import read_jsonl
 from toolwild.core.quality import Example, SuiteQuality, suite_quality
-from toolwild.eval.validate import Severity, summarize_suite, validate_suite
+from toolwild.eval.validate import Severity, replay_skip_reason, summarize_suite, validate_suite
 
 
 def _count_table(title: str, key: str, value: str, counts: Mapping[Any, int]) -> Table:
@@ -150,6 +151,11 @@ def validate(
             subtypes=subtypes,
         )
         figures = suite_quality(suite) if quality else None
+        replay_skips = {
+            s.id: reason
+            for s in (suite.sessions if replay else [])
+            if (reason := replay_skip_reason(s, base_dir=suite_path.parent, simulator=simulator)) is not None
+        }
 
     head = Table(title=escape(str(suite_path)), title_justify="left", show_header=False)
     head.add_row("sessions", str(summary.sessions))
@@ -160,6 +166,15 @@ def validate(
     console.print(_count_table("Distribution", "task type", "n", summary.task_types))
     console.print(_count_table("Turn subtypes", "subtype", "n", summary.subtypes))
     console.print(_count_table("Sessions by instruction transitions", "transitions", "sessions", summary.transitions))
+    if replay:  # what was replayed, and why the rest was not: a replay that checked nothing must not look clean
+        done = [s for s in suite.sessions if s.id not in replay_skips]
+        calls = sum(len(t.call_nodes) for s in done for t in s.tasks)
+        console.print(
+            f"replay: {len(done)} of {len(suite.sessions)} session(s) replayed on their environments "
+            f"({calls:,} gold calls)"
+        )
+        for reason, n in Counter(replay_skips.values()).most_common():
+            console.print(f"  [yellow]{n} not replayed: they {reason}[/]")
     if figures is not None:
         console.print(quality_table(figures))
         examples = quality_examples(figures)

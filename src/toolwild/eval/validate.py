@@ -34,6 +34,7 @@ __all__ = [
     "areplay_problems",
     "avalidate_session",
     "replay_problems",
+    "replay_skip_reason",
     "summarize_suite",
     "validate_suite",
 ]
@@ -114,17 +115,28 @@ def replay_problems(
     return asyncio.run(areplay_problems(session, where=where, base_dir=base_dir, simulator=simulator))
 
 
+def replay_skip_reason(session: Session, *, base_dir: Path | None = None, simulator: LLM | None = None) -> str | None:
+    """Why the session's gold calls cannot be replayed here, or None when they can (an environment that does not load
+    is not a reason to skip: replaying reports it as an error)."""
+    if not session.environment:
+        return "name no environment (a published suite carries none: toolwild import wtb-envs makes them)"
+    try:
+        described = describe_environment(session.environment, base_dir=base_dir)
+    except ToolwildError:
+        return None
+    if described is not None and described.backend is BackendKind.LLM and simulator is None:
+        return "run on a model-simulated environment (give --env-model and the generation run's --cache)"
+    return None
+
+
 async def areplay_problems(
     session: Session, *, where: str = "", base_dir: Path | None = None, simulator: LLM | None = None
 ) -> list[Problem]:
     """:func:`replay_problems` from async code."""
     where = where or session.id
-    if not session.environment:
+    if replay_skip_reason(session, base_dir=base_dir, simulator=simulator) is not None:
         return []
     try:
-        described = describe_environment(session.environment, base_dir=base_dir)
-        if described is not None and described.backend is BackendKind.LLM and simulator is None:
-            return []
         backend = get_environment(session.environment, base_dir=base_dir, simulator=simulator)
     except ToolwildError as exc:
         return [Problem(Severity.ERROR, where, f"environment {session.environment!r}: {exc}")]
