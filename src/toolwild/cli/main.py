@@ -8,11 +8,13 @@ import typer
 
 from toolwild import __version__
 from toolwild.cli.audit import audit_app
+from toolwild.cli.compare import compare
 from toolwild.cli.env import env_app
 from toolwild.cli.eval import eval_command
 from toolwild.cli.export import export_command
 from toolwild.cli.importer import import_app
 from toolwild.cli.model import model_app
+from toolwild.cli.report import report
 from toolwild.cli.score import score
 from toolwild.cli.show import show
 from toolwild.cli.suite import suite_app
@@ -48,6 +50,8 @@ def _options(
 app.command("validate")(validate)
 app.command("score")(score)
 app.command("show")(show)
+app.command("report")(report)
+app.command("compare")(compare)
 app.command("eval")(eval_command)
 app.command("export")(export_command)
 app.add_typer(model_app, name="model")

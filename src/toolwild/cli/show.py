@@ -20,16 +20,13 @@ from rich.rule import Rule
 from rich.text import Text
 
 from toolwild.cli._common import console, handled_errors
-from toolwild.cli.score import check_run_suite
-from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.session import Session
 from toolwild.core.task import ANSWER_ACTION, ASK_ACTION, Task
 from toolwild.core.trajectory import Step, TaskTrajectory, Trajectory
 from toolwild.core.verdict import SessionVerdict, StepVerdict, TaskVerdict
 from toolwild.errors import ConfigError
-from toolwild.eval.runner import load_run_config, load_run_trajectories
 from toolwild.eval.scoring.dag import GoldDag
-from toolwild.eval.scoring.session import score_suite
+from toolwild.report.html import load_run
 
 WIDTH = 80
 """Output stays within 80 columns (rich wraps long lines), whatever the terminal."""
@@ -67,16 +64,10 @@ def show(
 
 
 def _load_run(run_dir: Path) -> tuple[dict[str, Session], dict[str, Trajectory], list[SessionVerdict]]:
-    """The run's sessions, trajectories and verdicts (scored again from its trajectories in its own mode)."""
-    config = load_run_config(run_dir)
-    suite_path = Path(config.suite)
-    suite, _report = load_wtb_suite(suite_path)
-    check_run_suite(config, suite, suite_path)
-    trajectories = load_run_trajectories(run_dir, suite=suite)
-    if not trajectories:
-        raise ConfigError(f"{run_dir}: the run has no finished session yet")
-    verdicts = score_suite(suite, trajectories, mode=config.mode, missing_as_failed=False)
-    return {s.id: s for s in suite.sessions}, {t.session_id: t for t in trajectories}, verdicts
+    """The run's sessions, trajectories and verdicts (scored again from its trajectories in its own mode), loaded
+    as the HTML report loads them."""
+    view = load_run(run_dir)
+    return view.sessions, view.trajectories, view.verdicts
 
 
 def _task_record(trajectory: Trajectory | None, index: int) -> TaskTrajectory | None:

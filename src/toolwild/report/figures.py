@@ -1,0 +1,300 @@
+"""The report's headline and figures, taken from a run's ``Metrics`` (the numbers of the scoreboard, never recounted).
+
+Each figure keeps the metric leaves it shows verbatim (``series``), so a test can hold the report to ``metrics.json``,
+and a plotly spec built from exactly those leaves; the browser renders the spec with the inlined plotly.js. Empty
+categories (no task of that kind) keep a ``null`` value and are labelled ``n/a``, never ``0%``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from toolwild.core.verdict import ErrorClass, Metrics
+
+__all__ = ["Figure", "HeadlineItem", "build_figures", "build_headline"]
+
+FAMILY_ORDER = ("action", "parameter", "inference")
+COLOURS = {"accuracy": "#3b6ea8", "optimal": "#3b6ea8", "progress": "#e08a2b", "drop": "#c0392b"}
+
+
+class HeadlineItem(BaseModel):
+    """One headline figure: its value (None = n/a), the counts behind it and its 95% interval when computed."""
+
+    key: str
+    label: str
+    value: float | None
+    correct: int
+    total: int
+    unit: str
+    """What ``total`` counts: tasks, sessions or steps (or writes)."""
+    low: float | None = None
+    high: float | None = None
+
+
+class Figure(BaseModel):
+    """A chart: the metric leaves it shows (``source`` names where they come from in metrics.json) and its spec."""
+
+    key: str
+    title: str
+    source: str
+    """Dotted path of the metrics.json block the numbers are copied from (``task_type_info``,
+    ``extensions.transition_info``); ``series`` maps each shown category to its leaf there."""
+    series: dict[str, Any] = Field(default_factory=dict)
+    derived: dict[str, Any] = Field(default_factory=dict)
+    """Numbers computed from ``series`` for the chart (the drop per transition), kept to be checked too."""
+    spec: dict[str, Any] = Field(default_factory=dict)
+    """The plotly figure (``data`` and ``layout``) as JSON."""
+
+
+def _leaf_value(leaf: dict[str, Any], rate_key: str = "accuracy", total_key: str = "total_count") -> float | None:
+    return float(leaf[rate_key]) if leaf.get(total_key) else None
+
+
+def build_headline(metrics: Metrics) -> list[HeadlineItem]:
+    """Task and session accuracy (with their bootstrap intervals), optimal path rate, progress and state checks."""
+    ci = metrics.extensions.get("confidence_intervals") or {}
+    items: list[HeadlineItem] = []
+    for key, label, unit in (("task", "Task accuracy", "tasks"), ("session", "Session accuracy", "sessions")):
+        leaf = metrics.total_info[key]
+        bounds = ci.get(key) if leaf["total_count"] else None
+        items.append(
+            HeadlineItem(
+                key=key,
+                label=label,
+                value=_leaf_value(leaf),
+                correct=int(leaf["correct_count"]),
+                total=int(leaf["total_count"]),
+                unit=unit,
+                low=bounds["low"] if bounds else None,
+                high=bounds["high"] if bounds else None,
+            )
+        )
+    opt = metrics.optimal_info["Total"]
+    items.append(
+        HeadlineItem(
+            key="optimal",
+            label="Optimal path rate",
+            value=_leaf_value(opt),
+            correct=int(opt["correct_count"]),
+            total=int(opt["total_count"]),
+            unit="tasks",
+        )
+    )
+    prog = metrics.progress_info["Total"]
+    items.append(
+        HeadlineItem(
+            key="progress",
+            label="Accomplish progress",
+            value=_leaf_value(prog, "rate", "total_step"),
+            correct=int(prog["complete_step"]),
+            total=int(prog["total_step"]),
+            unit="steps",
+        )
+    )
+    items.extend(_state_items(metrics.extensions.get("state_info")))
+    return items
+
+
+def _state_items(state: dict[str, Any] | None) -> list[HeadlineItem]:
+    """The state checks, only where the suite has them (free-running on a stateful environment)."""
+    if not state:
+        return []
+    items = []
+    for key, label, unit in (
+        ("task_state", "Expected state after task", "tasks"),
+        ("final_state", "Final state (session)", "sessions"),
+    ):
+        leaf = state[key]
+        items.append(
+            HeadlineItem(
+                key=key,
+                label=label,
+                value=_leaf_value(leaf),
+                correct=int(leaf["correct_count"]),
+                total=int(leaf["total_count"]),
+                unit=unit,
+            )
+        )
+    writes = state.get("redundant_writes") or {}
+    items.append(
+        HeadlineItem(
+            key="redundant_writes",
+            label="Redundant writes",
+            value=None,
+            correct=int(writes.get("writes", 0)),
+            total=int(writes.get("tasks", 0)),
+            unit="writes in tasks",
+        )
+    )
+    return items
+
+
+def _pct_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def _layout(title: str, y_title: str = "accuracy", **extra: Any) -> dict[str, Any]:
+    layout: dict[str, Any] = {
+        "title": {"text": title},
+        "yaxis": {"title": {"text": y_title}, "tickformat": ".0%", "range": [0, 1.15]},
+        "margin": {"l": 60, "r": 20, "t": 50, "b": 90},
+        "height": 340,
+        "showlegend": False,
+    }
+    layout.update(extra)
+    return layout
+
+
+def _bar(labels: list[str], values: list[float | None], counts: list[str], name: str, colour: str) -> dict[str, Any]:
+    """A bar trace whose labels read ``54.5% (6/11)`` or ``n/a``; hover shows the same."""
+    text = [f"{_pct_text(v)}" + (f" ({c})" if v is not None else "") for v, c in zip(values, counts, strict=True)]
+    return {
+        "type": "bar",
+        "name": name,
+        "x": labels,
+        "y": [0 if v is None else v for v in values],
+        "customdata": [None if v is None else v for v in values],
+        "text": text,
+        "textposition": "outside",
+        "hovertemplate": "%{x}: %{text}<extra></extra>",
+        "marker": {"color": colour},
+    }
+
+
+def _accuracy_figure(key: str, title: str, source: str, info: dict[str, Any], labels: dict[str, str]) -> Figure:
+    series = {k: info[k] for k in labels}
+    values = [_leaf_value(series[k]) for k in labels]
+    counts = [f"{series[k]['correct_count']}/{series[k]['total_count']}" for k in labels]
+    spec = {
+        "data": [_bar(list(labels.values()), values, counts, "accuracy", COLOURS["accuracy"])],
+        "layout": _layout(title),
+    }
+    return Figure(key=key, title=title, source=source, series=series, spec=spec)
+
+
+def _transition_figure(metrics: Metrics) -> Figure:
+    """Session accuracy per transition count, with the drop (in points) from the previous non-empty count."""
+    info = metrics.extensions.get("transition_info") or {}
+    series = {k: info[k]["session"] for k in sorted(info, key=int)}
+    values = [_leaf_value(v) for v in series.values()]
+    drops: list[float | None] = []
+    previous: float | None = None
+    for value in values:
+        drops.append(None if value is None or previous is None else previous - value)
+        previous = value if value is not None else previous
+    counts = [f"{v['correct_count']}/{v['total_count']}" for v in series.values()]
+    labels = [f"{k} transition{'s' if k != '1' else ''}" for k in series]
+    line = {
+        "type": "scatter",
+        "mode": "lines+markers+text",
+        "name": "trend (label: drop from the previous count, in points)",
+        "x": labels,
+        "y": values,
+        "connectgaps": True,
+        "text": ["" if d is None else f"−{d * 100:.1f} pt" if d >= 0 else f"+{-d * 100:.1f} pt" for d in drops],
+        "textposition": "middle right",
+        "marker": {"color": COLOURS["drop"]},
+        "hovertemplate": "%{x}: %{text}<extra>drop</extra>",
+    }
+    title = "Session accuracy by instruction transitions"
+    spec = {
+        "data": [_bar(labels, values, counts, "session accuracy", COLOURS["accuracy"]), line],
+        "layout": _layout(
+            title,
+            "session accuracy",
+            showlegend=True,
+            legend={"orientation": "h", "y": -0.25},
+        ),
+    }
+    return Figure(
+        key="transitions",
+        title=title,
+        source="extensions.transition_info.*.session",
+        series=series,
+        derived={"drop": dict(zip(series, drops, strict=True))},
+        spec=spec,
+    )
+
+
+def _taxonomy_figure(metrics: Metrics) -> Figure:
+    """Failed tasks by error class, stacked within the paper's families (action, parameter, inference)."""
+    taxonomy = metrics.extensions.get("error_taxonomy") or {}
+    series = {k: v for k, v in taxonomy.items() if k in {c.value for c in ErrorClass}}
+    families = [f for f in FAMILY_ORDER if any(v["family"] == f for v in series.values())]
+    data = [
+        {
+            "type": "bar",
+            "name": name,
+            "x": families,
+            "y": [leaf["count"] if leaf["family"] == f else 0 for f in families],
+            "hovertemplate": f"{name}: %{{y}}<extra></extra>",
+        }
+        for name, leaf in series.items()
+        if leaf["count"]
+    ]
+    title = "Failed tasks by error class"
+    layout = _layout(title, "failed tasks", barmode="stack", showlegend=True)
+    layout["yaxis"] = {"title": {"text": "failed tasks"}, "rangemode": "tozero"}
+    if not data:
+        layout["annotations"] = [{"text": "n/a: no failed task", "showarrow": False, "font": {"size": 16}}]
+    return Figure(
+        key="error_taxonomy",
+        title=title,
+        source="extensions.error_taxonomy",
+        series=series,
+        spec={"data": data, "layout": layout},
+    )
+
+
+def _optimal_progress_figure(metrics: Metrics) -> Figure:
+    """Optimal path rate and accomplish progress by task type (the published multi-tool breakdown), grouped."""
+    keys = list(dict.fromkeys([*metrics.optimal_info, *metrics.progress_info]))
+    series = {k: {"optimal": metrics.optimal_info.get(k), "progress": metrics.progress_info.get(k)} for k in keys}
+    opt = [_leaf_value(v["optimal"]) if v["optimal"] else None for v in series.values()]
+    prog = [_leaf_value(v["progress"], "rate", "total_step") if v["progress"] else None for v in series.values()]
+    opt_counts = [
+        f"{v['optimal']['correct_count']}/{v['optimal']['total_count']}" if v["optimal"] else ""
+        for v in series.values()
+    ]
+    prog_counts = [
+        f"{v['progress']['complete_step']}/{v['progress']['total_step']} steps" if v["progress"] else ""
+        for v in series.values()
+    ]
+    title = "Optimal path rate and progress by task type"
+    spec = {
+        "data": [
+            _bar(keys, opt, opt_counts, "optimal path rate", COLOURS["optimal"]),
+            _bar(keys, prog, prog_counts, "accomplish progress", COLOURS["progress"]),
+        ],
+        "layout": _layout(title, "rate", barmode="group", showlegend=True, legend={"orientation": "h", "y": -0.3}),
+    }
+    return Figure(key="optimal_progress", title=title, source="optimal_info+progress_info", series=series, spec=spec)
+
+
+def build_figures(metrics: Metrics) -> list[Figure]:
+    """The paper's figures for this run, in the order the report shows them."""
+    positions = {k: f"task {int(k) + 1}" for k in metrics.layer_info}
+    return [
+        _accuracy_figure(
+            "task_type",
+            "Accuracy by task type",
+            "task_type_info",
+            metrics.task_type_info,
+            {k: k for k in metrics.task_type_info},
+        ),
+        _accuracy_figure(
+            "position", "Accuracy by position in the session", "layer_info", metrics.layer_info, positions
+        ),
+        _accuracy_figure(
+            "subtype",
+            "Accuracy by hidden-intent subtype",
+            "turn_subtype_info",
+            metrics.turn_subtype_info,
+            {k: k for k in metrics.turn_subtype_info},
+        ),
+        _transition_figure(metrics),
+        _taxonomy_figure(metrics),
+        _optimal_progress_figure(metrics),
+    ]

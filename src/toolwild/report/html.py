@@ -1,0 +1,350 @@
+"""``report.html``: one self-contained page with a run's headline, the paper's figures and a trajectory viewer.
+
+The page must open anywhere, offline and forever: plotly.js is inlined once, every chart is a JSON spec rendered in
+the browser, and all data (figures, verdicts, trajectories) is embedded as JSON in ``<script type=
+"application/json">`` blocks, so nothing is fetched. The viewer (vanilla JS in ``assets/viewer.js``) renders the task
+list in chunks and a task's details only when opened, which keeps a 1,024-task report responsive.
+
+The verdicts come from re-scoring the run's trajectories (as ``toolwild show`` does), and the figures from the run's
+``metrics.json`` (the numbers of its scoreboard), so the report cannot disagree with the scorer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from html import escape
+from importlib.resources import files
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from toolwild import __version__
+from toolwild.core.formats.results import load_trajectories
+from toolwild.core.formats.wtb import load_wtb_suite
+from toolwild.core.jsonl import LoadReport
+from toolwild.core.session import Session, Suite
+from toolwild.core.task import ANSWER_ACTION, ASK_ACTION
+from toolwild.core.trajectory import Step, TaskTrajectory, Trajectory
+from toolwild.core.verdict import Metrics, ScoringMode, SessionVerdict, StepVerdict, TaskVerdict
+from toolwild.errors import ConfigError, DataError, ScoringError
+from toolwild.eval.metrics.accuracy import compute_metrics
+from toolwild.eval.runner import RunConfig, load_run_config, load_run_trajectories
+from toolwild.eval.scoring.dag import GoldDag, Position
+from toolwild.eval.scoring.session import score_suite
+from toolwild.report.figures import build_figures, build_headline
+
+__all__ = ["RunView", "load_result_view", "load_run", "render_report", "write_report", "write_result_report"]
+
+REPORT = "report.html"
+TEXT_LIMIT = 4000
+"""Characters of an observation, reply or gold observation kept in the page (the rest is in the run's files)."""
+MAX_PATHS = 6
+"""Optimal paths listed per task (a wide parallel task has many orderings; the first few show the shape)."""
+
+
+@dataclass
+class RunView:
+    """What a report (or ``toolwild show``) needs of a run: its sessions, trajectories and verdicts."""
+
+    sessions: dict[str, Session]
+    trajectories: dict[str, Trajectory]
+    verdicts: list[SessionVerdict]
+    config: RunConfig | None = None
+
+    @classmethod
+    def of(
+        cls,
+        suite: Suite,
+        trajectories: list[Trajectory],
+        verdicts: list[SessionVerdict],
+        config: RunConfig | None = None,
+    ) -> RunView:
+        """A view of what a caller already holds (``eval`` at the end of a run: no second load or scoring)."""
+        return cls(
+            sessions={s.id: s for s in suite.sessions},
+            trajectories={t.session_id: t for t in trajectories},
+            verdicts=verdicts,
+            config=config,
+        )
+
+
+def check_suite_digest(config: RunConfig, suite: Suite, suite_path: Path) -> None:
+    """Refuse a suite other than the run's: results of a suite whose session ids overlap would score silently."""
+    if config.suite_digest is None:  # a run from before fingerprints were recorded: nothing to compare
+        return
+    digest = suite.fingerprint()
+    if digest != config.suite_digest:
+        raise ScoringError(
+            f"{suite_path} is not the suite this run used (fingerprint {digest[:12]}, the run's "
+            f"{config.suite_digest[:12]})"
+        )
+
+
+def load_run(run_dir: Path, *, missing_as_failed: bool = False) -> RunView:
+    """The run's sessions, trajectories and verdicts (scored again from its trajectories in its own mode)."""
+    config = load_run_config(run_dir)
+    suite_path = Path(config.suite)
+    suite, _report = load_wtb_suite(suite_path)
+    check_suite_digest(config, suite, suite_path)
+    trajectories = load_run_trajectories(run_dir, suite=suite)
+    if not trajectories:
+        raise ConfigError(f"{run_dir}: the run has no finished session yet")
+    verdicts = score_suite(suite, trajectories, mode=config.mode, missing_as_failed=missing_as_failed)
+    return RunView.of(suite, trajectories, verdicts, config)
+
+
+def load_result_view(
+    suite_path: Path, results: Path, *, mode: ScoringMode = ScoringMode.WTB
+) -> tuple[RunView, LoadReport, LoadReport]:
+    """A published WildToolBench result file (or a trajectories.jsonl) scored against its suite, as ``score`` does:
+    each published line is checked against the suite's session, and sessions without a result count as failed."""
+    suite, suite_report = load_wtb_suite(suite_path)
+    trajectories, result_report = load_trajectories(results, suite=suite)
+    if not trajectories:
+        raise ConfigError(f"{results}: no results to show")
+    view = RunView.of(suite, trajectories, score_suite(suite, trajectories, mode=mode))
+    return view, suite_report, result_report
+
+
+def _run_metrics(run_dir: Path, view: RunView) -> Metrics:
+    """The run's metrics.json (the scoreboard's numbers); computed from the verdicts when the run has none yet."""
+    path = run_dir / "metrics.json"
+    if path.is_file():
+        try:
+            return Metrics.model_validate_json(path.read_bytes())
+        except ValueError as exc:
+            raise DataError(f"not readable metrics JSON: {exc}", file=str(path)) from None
+    config = view.config
+    assert config is not None
+    name = next((t.model for t in view.trajectories.values() if t.model), None) or config.agent
+    return compute_metrics(
+        view.verdicts, model_name=name, mode=config.mode, count_provider_errors=config.count_provider_errors
+    )
+
+
+def write_report(
+    run_dir: Path,
+    out: Path | None = None,
+    *,
+    view: RunView | None = None,
+    metrics: Metrics | None = None,
+) -> Path:
+    """Write the run's report (default ``RUN_DIR/report.html``) and return its path.
+
+    ``eval`` passes the verdicts and metrics it has just written (``view``, ``metrics``) so the report costs no
+    second scoring; ``toolwild report`` loads them from the run directory.
+    """
+    view = view or load_run(run_dir)
+    metrics = metrics or _run_metrics(run_dir, view)
+    config = view.config or load_run_config(run_dir)
+    meta = {
+        "title": f"{metrics.model_name} on {Path(config.suite).name}",
+        "model": metrics.model_name,
+        "agent": config.agent,
+        "mode": config.mode.value,
+        "history": config.history.value,
+        "suite": config.suite,
+        "source": str(run_dir),
+    }
+    return _write(out or run_dir / REPORT, render_report(view, metrics, meta))
+
+
+def write_result_report(
+    suite_path: Path, results: Path, out: Path | None = None, *, mode: ScoringMode = ScoringMode.WTB
+) -> tuple[Path, Metrics]:
+    """The report of a published result file (default: ``RESULT.report.html`` beside it)."""
+    view, _suite_report, _result_report = load_result_view(suite_path, results, mode=mode)
+    name = next((t.model for t in view.trajectories.values() if t.model), None) or results.stem
+    metrics = compute_metrics(view.verdicts, model_name=name, mode=mode)
+    meta = {
+        "title": f"{name} on {suite_path.name}",
+        "model": name,
+        "agent": "published results",
+        "mode": mode.value,
+        "history": "wtb",
+        "suite": str(suite_path),
+        "source": str(results),
+    }
+    path = out or results.with_name(results.stem + ".report.html")
+    return _write(path, render_report(view, metrics, meta)), metrics
+
+
+def _write(path: Path, html: str) -> Path:
+    """Write through a temporary file, so a report being rewritten is never seen half-written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def _asset(name: str) -> str:
+    return (files("toolwild.report") / "assets" / name).read_text(encoding="utf-8")
+
+
+def _json_block(element_id: str, data: Any) -> str:
+    """Data as a JSON script block; ``<``, ``>`` and ``&`` escaped so no text in it can close the element."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return f'<script type="application/json" id="{element_id}">{text}</script>'
+
+
+def render_report(view: RunView, metrics: Metrics, meta: dict[str, Any]) -> str:
+    """The whole page as a string: styles, data blocks, plotly.js and the viewer script, inlined."""
+    from plotly.offline import get_plotlyjs  # imported here: only writing a report needs plotly's 4.8 MB bundle
+
+    meta = {**meta, "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "version": __version__}
+    ext = metrics.extensions
+    meta["figures_complete"] = ext.get("figures_complete", True)
+    meta["excluded_sessions"] = len(ext.get("provider_error_sessions") or []) + len(
+        ext.get("harness_error_sessions") or []
+    )
+    figures = [f.model_dump(mode="json") for f in build_figures(metrics)]
+    headline = [h.model_dump(mode="json") for h in build_headline(metrics)]
+    tasks = list(_task_records(view))
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>toolwild report · {escape(meta['title'])}</title>",
+            f"<style>{_asset('viewer.css')}</style>",
+            "</head><body>",
+            '<div id="app"><p class="loading">Loading the report…</p></div>',
+            _json_block("meta", meta),
+            _json_block("headline", headline),
+            _json_block("figures", figures),
+            _json_block("metrics", metrics.model_dump(mode="json")),
+            _json_block("tasks", tasks),
+            f"<script>{get_plotlyjs()}</script>",
+            f"<script>{_asset('viewer.js')}</script>",
+            "</body></html>",
+        ]
+    )
+
+
+def _clip(text: str | None, limit: int = TEXT_LIMIT) -> str | None:
+    if text is None:
+        return None
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _arguments(raw: Any) -> Any:
+    """Arguments as JSON when they parse, else the model's raw text as it came (shown, never evaluated)."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError):
+            return _clip(raw, 1000)
+    return raw
+
+
+def _observation(value: Any) -> str:
+    return _clip(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)) or ""
+
+
+def optimal_paths(dag: GoldDag, limit: int = MAX_PATHS) -> list[list[list[int]]]:
+    """Up to ``limit`` minimum-length paths through the gold DAG, in published order (each a list of steps)."""
+    target = dag.min_length
+
+    def walk(pos: Position, used: int) -> Iterator[list[list[int]]]:
+        if dag.is_done(pos):
+            if used == target:
+                yield []
+            return
+        if used + dag.remaining_length(pos) > target:
+            return
+        for batch in dag.batches(pos):
+            for rest in walk(batch.target, used + 1):
+                yield [list(batch.nodes), *rest]
+
+    return list(islice(walk(dag.start, 0), limit))
+
+
+def _gold(session: Session, index: int, mode: ScoringMode) -> dict[str, Any]:
+    task = session.tasks[index]
+    dag = GoldDag.from_task(task, mode=mode)
+    nodes = [
+        {
+            "idx": node.idx,
+            "name": node.name,
+            "pseudo": node.name in (ASK_ACTION, ANSWER_ACTION),
+            "args": node.action.arguments,
+            "deps": node.dependency_list,
+            "user_input": node.user_input,
+            "obs": None if node.observation is None else _observation(node.observation),
+        }
+        for node in task.gold
+    ]
+    return {"nodes": nodes, "paths": optimal_paths(dag), "min": dag.min_length}
+
+
+def _step(step: Step, judged: StepVerdict | None) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "content": _clip(step.content),
+        "calls": [{"name": c.name, "args": _arguments(c.arguments)} for c in step.tool_calls or []],
+        "obs": [_observation(o) for o in step.observations or []],
+        "reply": _clip(step.user_reply),
+        "parse_error": _clip(step.parse_error, 1000),
+    }
+    if judged is not None:
+        record["verdict"] = {
+            "ok": judged.name_label == "correct" and judged.arguments_label != "error",
+            "name_label": judged.name_label,
+            "args_label": judged.arguments_label,
+            "reason": judged.error_reason,
+            "explanation": judged.explanation,
+            "expected": judged.expected,
+            "checks": [{"name": c.name, "result": c.result} for c in judged.argument_checks],
+        }
+    return record
+
+
+def _task_record(
+    session: Session, verdict: SessionVerdict, task: TaskVerdict, record: TaskTrajectory | None
+) -> dict[str, Any]:
+    steps = record.steps if record is not None else []
+    return {
+        "s": verdict.session_id,
+        "i": task.task_index,
+        "n": len(session.tasks),
+        "type": task.task_type.value,
+        "subtype": task.subtype.value,
+        "label": "excluded" if verdict.excluded else task.label,
+        "cls": task.error_class.value if task.error_class is not None else None,
+        "tr": verdict.transitions,
+        "optimal": task.is_optimal,
+        "used": task.steps_used,
+        "min": task.min_length,
+        "explanation": task.explanation or (task.error_reason if task.label == "error" else "") or "",
+        "reason": task.error_reason,
+        "failure": None if record is None or record.failure is None else record.failure.model_dump(mode="json"),
+        "session_error": verdict.inference_error
+        or verdict.harness_error
+        or ("provider error" if verdict.provider_error else None),
+        "state_match": task.state_match,
+        "redundant": task.redundant_writes,
+        "state_diff": None if record is None else record.state_diff,
+        "user": session.tasks[task.task_index].utterance,
+        "gold": _gold(session, task.task_index, verdict.mode),
+        "steps": [_step(s, task.steps[k] if k < len(task.steps) else None) for k, s in enumerate(steps)],
+    }
+
+
+def _session_error(verdict: SessionVerdict) -> str | None:
+    """Why a session has no (or only part of its) steps: its inference, the harness or the provider failed."""
+    return verdict.inference_error or verdict.harness_error or ("provider error" if verdict.provider_error else None)
+
+
+def _task_records(view: RunView) -> Iterator[dict[str, Any]]:
+    for verdict in view.verdicts:
+        session = view.sessions[verdict.session_id]
+        trajectory = view.trajectories.get(verdict.session_id)
+        for task in verdict.tasks:
+            record = None
+            if trajectory is not None:
+                record = next((t for t in trajectory.tasks if t.task_index == task.task_index), None)
+            yield _task_record(session, verdict, task, record)
