@@ -11,11 +11,17 @@ import typer
 from toolwild.cli._common import console, err_console, handled_errors, outcome_exit_code, report_skipped
 from toolwild.core.formats.results import load_trajectories
 from toolwild.core.formats.wtb import load_wtb_suite
-from toolwild.core.session import Suite
 from toolwild.core.verdict import ScoringMode
-from toolwild.errors import ConfigError, ScoringError
+from toolwild.errors import ConfigError
 from toolwild.eval.metrics.accuracy import compute_metrics
-from toolwild.eval.runner import VERDICTS, RunConfig, load_run_config, load_run_trajectories, write_verdicts
+from toolwild.eval.runner import (
+    VERDICTS,
+    RunConfig,
+    check_run_suite,
+    load_run_config,
+    load_run_trajectories,
+    write_verdicts,
+)
 from toolwild.eval.scoring.session import score_suite
 from toolwild.report.scoreboard import render_scoreboard
 
@@ -133,15 +139,3 @@ def _run_extensions(run_dir: Path) -> dict[str, Any]:
     if not isinstance(extensions, dict):
         return {}
     return {key: extensions[key] for key in RUN_ONLY_EXTENSIONS if key in extensions}
-
-
-def check_run_suite(run_config: RunConfig, suite: Suite, suite_path: Path) -> None:
-    """Refuse a suite other than the run's: results of a suite whose session ids overlap would score silently."""
-    if run_config.suite_digest is None:  # a run from before fingerprints were recorded: nothing to compare
-        return
-    digest = suite.fingerprint()
-    if digest != run_config.suite_digest:
-        raise ScoringError(
-            f"{suite_path} is not the suite this run used (fingerprint {digest[:12]}, the run's "
-            f"{run_config.suite_digest[:12]})"
-        )

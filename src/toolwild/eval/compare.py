@@ -27,8 +27,7 @@ from toolwild.core.task import TaskType
 from toolwild.core.verdict import Metrics, SessionVerdict
 from toolwild.errors import ConfigError, DataError
 from toolwild.eval.metrics.accuracy import compute_metrics
-from toolwild.eval.runner import VERDICTS, RunConfig, load_run_config, load_run_trajectories
-from toolwild.eval.scoring.session import score_suite
+from toolwild.eval.runner import VERDICTS, RunConfig, load_run_config, rescore_run
 
 __all__ = [
     "CategoryRow",
@@ -191,18 +190,8 @@ def load_run(run_dir: Path) -> LoadedRun:
     if path.exists():
         digest = config.suite_digest or _suite_digest(config)
         return LoadedRun(run_dir, config, digest, _read_verdicts(path, config), "verdicts.jsonl")
-    suite_path = Path(config.suite)
-    suite, _report = load_wtb_suite(suite_path)
-    digest = suite.fingerprint()
-    if config.suite_digest is not None and digest != config.suite_digest:
-        raise ConfigError(
-            f"{suite_path} is not the suite {run_dir} used (fingerprint {digest[:12]}, the run's "
-            f"{config.suite_digest[:12]}): the run cannot be re-scored"
-        )
-    trajectories = load_run_trajectories(run_dir, suite=suite)
-    if not trajectories:
-        raise ConfigError(f"{run_dir}: the run has no finished session yet")
-    verdicts = score_suite(suite, trajectories, mode=config.mode, missing_as_failed=False)
+    run = rescore_run(run_dir)
+    digest, verdicts = run.suite.fingerprint(), run.verdicts
     return LoadedRun(run_dir, config, digest, verdicts, "re-scored")
 
 

@@ -22,15 +22,23 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from toolwild.core.files import write_text_atomic
 from toolwild.core.formats.results import append_trajectory
+from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.jsonl import read_jsonl, validation_to_data_error
 from toolwild.core.session import Session, Suite
 from toolwild.core.trajectory import Trajectory, TrajectoryStatus
 from toolwild.core.verdict import ScoringMode, SessionVerdict
 from toolwild.envs.registry import get_environment
-from toolwild.errors import CacheMissError, ConfigError, DataError, HarnessError, TransientBackendError
+from toolwild.errors import (
+    CacheMissError,
+    ConfigError,
+    DataError,
+    HarnessError,
+    ScoringError,
+    TransientBackendError,
+)
 from toolwild.eval.agents.base import Agent
 from toolwild.eval.scoring.dag import GoldDag
-from toolwild.eval.scoring.session import failed_session, score_session
+from toolwild.eval.scoring.session import failed_session, score_session, score_suite
 from toolwild.eval.session import HistoryMode, run_session
 from toolwild.llm.client import LLM
 from toolwild.run import Executor, LocalExecutor, Unit
@@ -38,10 +46,13 @@ from toolwild.run import Executor, LocalExecutor, Unit
 __all__ = [
     "VERDICTS",
     "EvalWorker",
+    "RescoredRun",
     "RunConfig",
     "RunProgress",
+    "check_run_suite",
     "load_run_config",
     "load_run_trajectories",
+    "rescore_run",
     "run_suite",
     "write_verdicts",
 ]
@@ -364,3 +375,39 @@ def _score(session: Session, traj: Trajectory, mode: ScoringMode, base_dir: Path
         return score_session(session, traj, mode=mode, base_dir=base_dir)
     except Exception as exc:
         raise HarnessError(f"scoring session {session.id!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def check_run_suite(config: RunConfig, suite: Suite, suite_path: Path) -> None:
+    """Refuse a suite other than the run's: results of a suite whose session ids overlap would score silently."""
+    if config.suite_digest is None:  # a run from before fingerprints were recorded: nothing to compare
+        return
+    digest = suite.fingerprint()
+    if digest != config.suite_digest:
+        raise ScoringError(
+            f"{suite_path} is not the suite this run used (fingerprint {digest[:12]}, the run's "
+            f"{config.suite_digest[:12]})"
+        )
+
+
+@dataclass
+class RescoredRun:
+    """A run directory read back: its config, suite, trajectories, and verdicts scored again in its own mode."""
+
+    config: RunConfig
+    suite: Suite
+    trajectories: list[Trajectory]
+    verdicts: list[SessionVerdict]
+
+
+def rescore_run(run_dir: Path, *, missing_as_failed: bool = False) -> RescoredRun:
+    """Score a run again from its trajectories (no model call): what ``show``, ``report`` and ``compare`` read, so a
+    run made before ``verdicts.jsonl`` existed is read the same way as a new one."""
+    config = load_run_config(run_dir)
+    suite_path = Path(config.suite)
+    suite, _report = load_wtb_suite(suite_path)
+    check_run_suite(config, suite, suite_path)
+    trajectories = load_run_trajectories(run_dir, suite=suite)
+    if not trajectories:
+        raise ConfigError(f"{run_dir}: the run has no finished session yet")
+    verdicts = score_suite(suite, trajectories, mode=config.mode, missing_as_failed=missing_as_failed)
+    return RescoredRun(config, suite, trajectories, verdicts)

@@ -29,9 +29,9 @@ from toolwild.core.session import Session, Suite
 from toolwild.core.task import ANSWER_ACTION, ASK_ACTION
 from toolwild.core.trajectory import Step, TaskTrajectory, Trajectory
 from toolwild.core.verdict import Metrics, ScoringMode, SessionVerdict, StepVerdict, TaskVerdict
-from toolwild.errors import ConfigError, DataError, ScoringError
+from toolwild.errors import ConfigError, DataError
 from toolwild.eval.metrics.accuracy import compute_metrics
-from toolwild.eval.runner import RunConfig, load_run_config, load_run_trajectories
+from toolwild.eval.runner import RunConfig, load_run_config, rescore_run
 from toolwild.eval.scoring.dag import GoldDag, Position
 from toolwild.eval.scoring.session import score_suite
 from toolwild.report.figures import build_figures, build_headline
@@ -71,29 +71,10 @@ class RunView:
         )
 
 
-def check_suite_digest(config: RunConfig, suite: Suite, suite_path: Path) -> None:
-    """Refuse a suite other than the run's: results of a suite whose session ids overlap would score silently."""
-    if config.suite_digest is None:  # a run from before fingerprints were recorded: nothing to compare
-        return
-    digest = suite.fingerprint()
-    if digest != config.suite_digest:
-        raise ScoringError(
-            f"{suite_path} is not the suite this run used (fingerprint {digest[:12]}, the run's "
-            f"{config.suite_digest[:12]})"
-        )
-
-
 def load_run(run_dir: Path, *, missing_as_failed: bool = False) -> RunView:
     """The run's sessions, trajectories and verdicts (scored again from its trajectories in its own mode)."""
-    config = load_run_config(run_dir)
-    suite_path = Path(config.suite)
-    suite, _report = load_wtb_suite(suite_path)
-    check_suite_digest(config, suite, suite_path)
-    trajectories = load_run_trajectories(run_dir, suite=suite)
-    if not trajectories:
-        raise ConfigError(f"{run_dir}: the run has no finished session yet")
-    verdicts = score_suite(suite, trajectories, mode=config.mode, missing_as_failed=missing_as_failed)
-    return RunView.of(suite, trajectories, verdicts, config)
+    run = rescore_run(run_dir, missing_as_failed=missing_as_failed)
+    return RunView.of(run.suite, run.trajectories, run.verdicts, run.config)
 
 
 def load_result_view(
