@@ -72,7 +72,7 @@ def run(
         str,
         typer.Option(
             help="Where the tools are audited: `local` (this process) or `ray` (one unit per tool, shards as Ray "
-            "tasks, CONCURRENCY calls in flight in each; pip install 'toolwild[ray]'). The results are the same."
+            "tasks, CONCURRENCY calls in flight in each; pip install 'toolwild\\[ray]'). The results are the same."
         ),
     ] = "local",
     ray_address: RayAddressOption = None,

@@ -116,7 +116,7 @@ def eval_command(
     env_model: Annotated[
         str | None,
         typer.Option(
-            help="Model that simulates `llm` environment files in free mode (e.g. local; same forms as --model).",
+            help="Model simulating `llm` environments in free mode (as --model).",
             rich_help_panel="Agent and model",
         ),
     ] = None,
@@ -134,8 +134,8 @@ def eval_command(
     history: Annotated[
         HistoryMode | None,
         typer.Option(
-            help="wtb = gold history of earlier tasks (published); free = the agent's own, on the live environment "
-            "when the suite has one (default: free for the built-in ledger suite, wtb otherwise).",
+            help="wtb = gold history (published); free = the agent's own, on a live environment (default for the "
+            "built-in suite).",
             rich_help_panel="Scoring",
         ),
     ] = None,
@@ -144,8 +144,7 @@ def eval_command(
         float,
         typer.Option(
             min=0.001,
-            help="Wall-clock seconds per session. When they run out, the session is a provider error if most of the "
-            "time went to waiting on the provider, else the agent's timeout (its task fails).",
+            help="Wall-clock seconds per session (see the README for how a timeout is counted).",
             rich_help_panel="Run",
         ),
     ] = 1800.0,
@@ -185,15 +184,14 @@ def eval_command(
         bool,
         typer.Option(
             "--count-provider-errors",
-            help="Count sessions lost to provider errors as failed instead of leaving them out (they are listed "
-            "either way).",
+            help="Count sessions lost to the provider as failed (default: listed, left out).",
             rich_help_panel="Scoring",
         ),
     ] = False,
     preflight: Annotated[
         bool,
         typer.Option(
-            help="One cheap model call before the run: fail fast when the endpoint or model is wrong.",
+            help="One cheap call first: fail fast on a wrong endpoint or model.",
             rich_help_panel="Agent and model",
         ),
     ] = True,
@@ -210,24 +208,16 @@ def eval_command(
     executor: Annotated[
         str,
         typer.Option(
-            help="Where sessions run: `local` (this process) or `ray` (shards of --concurrency sessions as Ray tasks, "
-            "each running up to --concurrency at once; pip install 'toolwild[ray]'). Results are written and scored "
-            "here either way.",
+            help="`local` or `ray` (shards on Ray; pip install 'toolwild\\[ray]').",
             rich_help_panel="Run",
         ),
     ] = "local",
     ray_address: RayAddressOption = None,
 ) -> None:
-    """Evaluate an agent on a suite: run directory, metrics and the scoreboard.
+    """Evaluate an agent on a suite: run directory, metrics, report.html and the scoreboard.
 
-    Every finished session is appended to RUN_DIR/trajectories.jsonl at once; a killed run continues with
-    --resume RUN_DIR (nothing redone, nothing lost). Outcomes: a task the model fails by its own fault (bad output,
-    an exception, its step budget or time) counts as failed; a session lost to the provider after retries is
-    listed and left out of accuracy unless --count-provider-errors; a session broken by an environment or toolwild
-    bug is a harness error, listed, and left out.
-
-    Exit codes: 0 done; 1 bad input or options; 3 harness errors (the figures are incomplete); 4 most sessions
-    lost to provider errors.
+    A killed run continues with --resume RUN_DIR; the README says how outcomes count.
+    Exit codes: 0 done; 1 bad input; 3 harness errors (figures incomplete); 4 most sessions lost to the provider.
     """
     with handled_errors():
         check_executor(executor)

@@ -136,7 +136,7 @@ def envs(
         str,
         typer.Option(
             help="Where the units run: `local` (this process) or `ray` (shards of units as Ray tasks, each with "
-            "CONCURRENCY model calls in flight; pip install 'toolwild[ray]'). The files are the same."
+            "CONCURRENCY model calls in flight; pip install 'toolwild\\[ray]'). The files are the same."
         ),
     ] = "local",
     ray_address: RayAddressOption = None,

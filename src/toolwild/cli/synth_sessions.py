@@ -126,7 +126,7 @@ def sessions(
         str,
         typer.Option(
             help="Where sessions are made: `local` (this process) or `ray` (shards of 256 sessions as Ray tasks, "
-            "CONCURRENCY at once inside each; pip install 'toolwild[ray]')."
+            "CONCURRENCY at once inside each; pip install 'toolwild\\[ray]')."
         ),
     ] = "local",
     ray_address: RayAddressOption = None,
