@@ -137,6 +137,19 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate():
     assert bootstrap_accuracy(data, resamples=500, seed=8) != a
 
 
+def test_every_headline_ratio_gets_an_interval_from_the_same_draws():
+    data = [(4, 4)] * 3 + [(2, 4)] * 5 + [(0, 4)] * 2
+    ratios = [{"optimal": (1, 1), "progress": (3, 4), "none": (0, 0)}] * 4 + [
+        {"optimal": (0, 1), "progress": (1, 4), "none": (0, 0)}
+    ] * 6
+    plain = bootstrap_accuracy(data, resamples=500, seed=7)
+    both = bootstrap_accuracy(data, resamples=500, seed=7, ratios=ratios)
+    assert both["task"] == plain["task"] and both["session"] == plain["session"]  # the draws are unchanged
+    assert both["optimal"]["low"] <= 0.4 <= both["optimal"]["high"] and both["optimal"]["high"] > both["optimal"]["low"]
+    assert both["progress"]["low"] <= 0.45 <= both["progress"]["high"]
+    assert "none" not in both  # a figure with no case has no interval
+
+
 def test_strict_mode_is_recorded(suite):
     verdicts = score_suite(suite, [oracle_trajectory(s) for s in suite.sessions], mode=ScoringMode.STRICT)
     assert compute_metrics(verdicts, model_name="o", mode=ScoringMode.STRICT).extensions["mode"] == "strict"

@@ -139,6 +139,10 @@ def test_figures_equal_metrics_json(run_dir):
         assert (headline[key]["low"], headline[key]["high"]) == (ci["low"], ci["high"])
     assert headline["optimal"]["value"] == metrics["optimal_info"]["Total"]["accuracy"]
     assert headline["progress"]["value"] == metrics["progress_info"]["Total"]["rate"]
+    for key in ("optimal", "progress"):  # every headline figure with cases has its interval, the scorer's own
+        ci = ext["confidence_intervals"][key]
+        assert (headline[key]["low"], headline[key]["high"]) == (ci["low"], ci["high"])
+        assert ci["low"] <= headline[key]["value"] <= ci["high"]
     assert blocks["meta"]["mode"] == "wtb" and blocks["meta"]["history"] == "wtb"
 
 

@@ -80,6 +80,7 @@ def build_headline(metrics: Metrics) -> list[HeadlineItem]:
             correct=int(opt["correct_count"]),
             total=int(opt["total_count"]),
             unit="tasks",
+            **_bounds(ci, "optimal", int(opt["total_count"])),
         )
     )
     prog = metrics.progress_info["Total"]
@@ -91,13 +92,21 @@ def build_headline(metrics: Metrics) -> list[HeadlineItem]:
             correct=int(prog["complete_step"]),
             total=int(prog["total_step"]),
             unit="steps",
+            **_bounds(ci, "progress", int(prog["total_step"])),
         )
     )
-    items.extend(_state_items(metrics.extensions.get("state_info")))
+    items.extend(_state_items(metrics.extensions.get("state_info"), ci))
     return items
 
 
-def _state_items(state: dict[str, Any] | None) -> list[HeadlineItem]:
+def _bounds(ci: dict[str, Any], key: str, total: int) -> dict[str, float]:
+    """The bootstrap interval of a headline figure (metrics.json ``extensions.confidence_intervals``), if it has
+    one and cases to rest on."""
+    bounds = ci.get(key) if total else None
+    return {"low": bounds["low"], "high": bounds["high"]} if bounds else {}
+
+
+def _state_items(state: dict[str, Any] | None, ci: dict[str, Any]) -> list[HeadlineItem]:
     """The state checks, only where the suite has them (free-running on a stateful environment)."""
     if not state:
         return []
@@ -115,6 +124,7 @@ def _state_items(state: dict[str, Any] | None) -> list[HeadlineItem]:
                 correct=int(leaf["correct_count"]),
                 total=int(leaf["total_count"]),
                 unit=unit,
+                **_bounds(ci, key, int(leaf["total_count"])),
             )
         )
     writes = state.get("redundant_writes") or {}

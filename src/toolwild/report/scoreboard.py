@@ -21,6 +21,10 @@ def _rate(part: int, whole: int, rate: float) -> tuple[str, str]:
     return (_pct(rate), f"{part}/{whole}") if whole else ("n/a", "0")
 
 
+def _interval(bounds: dict[str, Any] | None) -> str:
+    return f"[{_pct(bounds['low'])}, {_pct(bounds['high'])}]" if bounds else ""
+
+
 def _leaf_row(table: Table, name: str, leaf: dict[str, Any]) -> None:
     if leaf.get("total_count", 0) == 0:
         return
@@ -55,12 +59,20 @@ def render_scoreboard(metrics: Metrics, console: Console) -> None:
     opt = metrics.optimal_info["Total"]
     if opt["total_count"]:
         head.add_row(
-            "Optimal path rate", _pct(opt["accuracy"]), f"{opt['correct_count']}/{opt['total_count']}", "tasks", ""
+            "Optimal path rate",
+            _pct(opt["accuracy"]),
+            f"{opt['correct_count']}/{opt['total_count']}",
+            "tasks",
+            _interval(ci.get("optimal")),
         )
     prog = metrics.progress_info["Total"]
     if prog["total_step"]:
         head.add_row(
-            "Accomplish progress", _pct(prog["rate"]), f"{prog['complete_step']}/{prog['total_step']}", "steps", ""
+            "Accomplish progress",
+            _pct(prog["rate"]),
+            f"{prog['complete_step']}/{prog['total_step']}",
+            "steps",
+            _interval(ci.get("progress")),
         )
     state = ext.get("state_info")
     if state:
@@ -70,7 +82,8 @@ def render_scoreboard(metrics: Metrics, console: Console) -> None:
         ):
             leaf = state[key]
             if leaf["total_count"]:
-                head.add_row(label, _pct(leaf["accuracy"]), f"{leaf['correct_count']}/{leaf['total_count']}", unit, "")
+                counts = f"{leaf['correct_count']}/{leaf['total_count']}"
+                head.add_row(label, _pct(leaf["accuracy"]), counts, unit, _interval(ci.get(key)))
         writes = state["redundant_writes"]
         head.add_row("Redundant writes", str(writes["writes"]), str(writes["tasks"]), "tasks", "")
     console.print(head)

@@ -103,6 +103,8 @@ def compute_metrics(
     failures: Counter[str] = Counter()
     truncated = {"tasks": 0, "messages_dropped": 0}
     per_session: list[tuple[int, int]] = []
+    ratios: list[dict[str, tuple[int, int]]] = []
+    """Per session, the other headline figures as (part, whole): their bootstrap intervals draw the same sessions."""
     for sv in scored:
         _add(total["session"], sv.correct)
         bucket = transitions.setdefault(str(sv.transitions), {"session": _leaf(), "task": _leaf()})
@@ -139,6 +141,16 @@ def compute_metrics(
                 truncated["messages_dropped"] += tv.context_dropped
         per_session.append((n_correct, len(sv.tasks)))
         matched = [tv.state_match for tv in sv.tasks if tv.state_match is not None]
+        with_paths = [tv for tv in sv.tasks if tv.task_type in (TaskType.PARALLEL, TaskType.MIXED)]
+        stepped = [tv for tv in sv.tasks if tv.task_type in (TaskType.SEQUENTIAL, TaskType.MIXED)]
+        ratios.append(
+            {
+                "optimal": (sum(tv.is_optimal for tv in with_paths), len(with_paths)),
+                "progress": (sum(tv.progress_complete for tv in stepped), sum(tv.progress_total for tv in stepped)),
+                "task_state": (sum(bool(ok) for ok in matched), len(matched)),
+                "final_state": (int(bool(matched[-1])), 1) if matched else (0, 0),
+            }
+        )
         for ok in matched:
             _add(state["task"], ok)
         if matched:
@@ -181,7 +193,9 @@ def compute_metrics(
             "redundant_writes": redundant,
         }
     if resamples > 0 and per_session:
-        extensions["confidence_intervals"] = bootstrap_accuracy(per_session, resamples=resamples, seed=seed)
+        extensions["confidence_intervals"] = bootstrap_accuracy(
+            per_session, resamples=resamples, seed=seed, ratios=ratios
+        )
     return Metrics(
         model_name=model_name,
         total_info=_finish(total),
