@@ -26,7 +26,7 @@ from toolwild.core.jsonl import read_jsonl, validation_to_data_error
 from toolwild.core.task import TaskType
 from toolwild.core.verdict import Metrics, SessionVerdict
 from toolwild.errors import ConfigError, DataError
-from toolwild.eval.metrics.accuracy import compute_metrics
+from toolwild.eval.metrics.accuracy import compute_metrics, scored_verdicts
 from toolwild.eval.runner import VERDICTS, RunConfig, load_run_config, rescore_run
 
 __all__ = [
@@ -250,8 +250,7 @@ def check_comparable(runs: Sequence[LoadedRun]) -> None:
 def _scored(run: LoadedRun) -> list[SessionVerdict]:
     """The sessions a run's metrics count: the rule of ``compute_metrics`` (harness errors never, provider errors
     only when the run asked for it)."""
-    count = run.config.count_provider_errors
-    return [v for v in run.verdicts if v.harness_error is None and (count or not v.provider_error)]
+    return scored_verdicts(run.verdicts, count_provider_errors=run.config.count_provider_errors)
 
 
 def _sums(verdict: SessionVerdict) -> tuple[int, int, int, int, int, int, int]:

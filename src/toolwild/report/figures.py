@@ -57,20 +57,7 @@ def build_headline(metrics: Metrics) -> list[HeadlineItem]:
     ci = metrics.extensions.get("confidence_intervals") or {}
     items: list[HeadlineItem] = []
     for key, label, unit in (("task", "Task accuracy", "tasks"), ("session", "Session accuracy", "sessions")):
-        leaf = metrics.total_info[key]
-        bounds = ci.get(key) if leaf["total_count"] else None
-        items.append(
-            HeadlineItem(
-                key=key,
-                label=label,
-                value=_leaf_value(leaf),
-                correct=int(leaf["correct_count"]),
-                total=int(leaf["total_count"]),
-                unit=unit,
-                low=bounds["low"] if bounds else None,
-                high=bounds["high"] if bounds else None,
-            )
-        )
+        items.append(_leaf_item(key, label, unit, metrics.total_info[key], ci))
     opt = metrics.optimal_info["Total"]
     items.append(
         HeadlineItem(
@@ -99,6 +86,19 @@ def build_headline(metrics: Metrics) -> list[HeadlineItem]:
     return items
 
 
+def _leaf_item(key: str, label: str, unit: str, leaf: dict[str, Any], ci: dict[str, Any]) -> HeadlineItem:
+    """A headline figure from a metrics leaf (``accuracy`` of ``correct_count``/``total_count``) and its interval."""
+    return HeadlineItem(
+        key=key,
+        label=label,
+        value=_leaf_value(leaf),
+        correct=int(leaf["correct_count"]),
+        total=int(leaf["total_count"]),
+        unit=unit,
+        **_bounds(ci, key, int(leaf["total_count"])),
+    )
+
+
 def _bounds(ci: dict[str, Any], key: str, total: int) -> dict[str, float]:
     """The bootstrap interval of a headline figure (metrics.json ``extensions.confidence_intervals``), if it has
     one and cases to rest on."""
@@ -115,18 +115,7 @@ def _state_items(state: dict[str, Any] | None, ci: dict[str, Any]) -> list[Headl
         ("task_state", "Expected state after task", "tasks"),
         ("final_state", "Final state (session)", "sessions"),
     ):
-        leaf = state[key]
-        items.append(
-            HeadlineItem(
-                key=key,
-                label=label,
-                value=_leaf_value(leaf),
-                correct=int(leaf["correct_count"]),
-                total=int(leaf["total_count"]),
-                unit=unit,
-                **_bounds(ci, key, int(leaf["total_count"])),
-            )
-        )
+        items.append(_leaf_item(key, label, unit, state[key], ci))
     writes = state.get("redundant_writes") or {}
     items.append(
         HeadlineItem(

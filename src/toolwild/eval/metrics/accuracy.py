@@ -10,7 +10,7 @@ from toolwild.core.task import TaskType, TurnSubtype
 from toolwild.core.verdict import ErrorClass, Metrics, ScoringMode, SessionVerdict
 from toolwild.eval.metrics.ci import bootstrap_accuracy
 
-__all__ = ["compute_metrics"]
+__all__ = ["compute_metrics", "scored_verdicts"]
 
 
 def _leaf() -> dict[str, Any]:
@@ -40,6 +40,11 @@ def _add(leaf: dict[str, Any], correct: bool) -> None:
         leaf["correct_count"] += 1
 
 
+def scored_verdicts(verdicts: Sequence[SessionVerdict], *, count_provider_errors: bool = False) -> list[SessionVerdict]:
+    """The sessions the figures count: never a harness error; a provider error only when asked to count it."""
+    return [v for v in verdicts if v.harness_error is None and (count_provider_errors or not v.provider_error)]
+
+
 def compute_metrics(
     verdicts: Sequence[SessionVerdict],
     *,
@@ -60,7 +65,7 @@ def compute_metrics(
         resamples: bootstrap resamples for the confidence intervals (0 turns them off).
         seed: bootstrap seed (recorded).
     """
-    scored = [v for v in verdicts if v.harness_error is None and (count_provider_errors or not v.provider_error)]
+    scored = scored_verdicts(verdicts, count_provider_errors=count_provider_errors)
     total = {"task": _leaf(), "session": _leaf()}
     types = {
         k: _leaf()
