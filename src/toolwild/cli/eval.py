@@ -25,15 +25,14 @@ from toolwild.core.session import Suite
 from toolwild.core.verdict import Metrics, ScoringMode
 from toolwild.errors import ConfigError, ToolwildError
 from toolwild.eval.build import AGENT_FORMS, build_agent, build_simulator
-from toolwild.eval.metrics.accuracy import compute_metrics
+from toolwild.eval.metrics.passk import compute_trial_metrics
 from toolwild.eval.runner import (
-    VERDICTS,
     RunConfig,
     RunProgress,
     load_run_config,
     load_run_trajectories,
-    run_suite,
-    write_verdicts,
+    run_trials,
+    write_trial_verdicts,
 )
 from toolwild.eval.session import HistoryMode
 from toolwild.export.wtb_result import write_wtb_results
@@ -161,6 +160,15 @@ def eval_command(
         float, typer.Option(help="Sampling temperature (recorded).", rich_help_panel="Agent and model")
     ] = 0.0,
     seed: Annotated[int, typer.Option(help="Sampling seed (recorded).", rich_help_panel="Agent and model")] = 0,
+    trials: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Run every session k times (trial t: seed + t) for pass^k and pass@k. Trials differ only when "
+            "the model samples (--temperature > 0) or the provider is nondeterministic.",
+            rich_help_panel="Run",
+        ),
+    ] = None,
     max_tokens: Annotated[
         int | None,
         typer.Option(
@@ -225,6 +233,8 @@ def eval_command(
             if limit is not None or only is not None:
                 raise ConfigError("a resumed run keeps its sessions: leave out --limit and --sessions")
             config = _resume_config(resume, base_url)
+            if trials is not None and trials != config.trials:
+                raise ConfigError(f"a resumed run keeps its trials ({config.trials}): leave out --trials")
             run_dir = resume
         else:
             run_name = name or f"{agent.replace(':', '-').replace('/', '-')}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
@@ -266,6 +276,7 @@ def eval_command(
                 max_steps_per_task=max_steps,
                 temperature=temperature,
                 seed=seed,
+                trials=trials or 1,
                 max_tokens=max_tokens or (256 if agent == "model" and model.startswith("local") else 1024),
                 count_provider_errors=count_provider_errors,
                 cache=cache.value,
@@ -277,9 +288,10 @@ def eval_command(
         agent_obj, llm = build_agent(config.model_copy(update={"base_url": live_url}), run_dir, suite=suite)
         simulator = build_simulator(config.model_copy(update={"base_url": live_url}), run_dir, llm)
 
-        with progress_bar("[bold]sessions", status="status") as progress:
-            bar = progress.add_task("run", total=len(suite.sessions), status="")
-            total_tasks = sum(len(s.tasks) for s in suite.sessions)
+        label = "[bold]sessions" if config.trials == 1 else f"[bold]sessions × {config.trials} trials"
+        with progress_bar(label, status="status") as progress:
+            bar = progress.add_task("run", total=len(suite.sessions) * config.trials, status="")
+            total_tasks = sum(len(s.tasks) for s in suite.sessions) * config.trials
 
             def show(p: RunProgress) -> None:
                 status = f"tasks {p.tasks}/{total_tasks} · task acc {p.task_accuracy:.1%} · tokens {p.tokens:,}"
@@ -306,7 +318,7 @@ def eval_command(
                             ),
                             "worker": EvalWorker(config, run_dir, live_url),
                         }
-                    return await run_suite(
+                    return await run_trials(
                         suite,
                         agent_obj,
                         config,
@@ -321,15 +333,16 @@ def eval_command(
                         await client.aclose()
 
             try:
-                verdicts = run_async(run())
+                by_trial = run_async(run())
             except KeyboardInterrupt:
                 err_console.print(
                     "[yellow]interrupted; finished sessions are saved. "
                     f"Continue with: toolwild eval --resume {run_dir}[/]"
                 )
                 raise typer.Exit(130) from None
-        metrics = compute_metrics(
-            verdicts, model_name=agent_obj.name, mode=config.mode, count_provider_errors=config.count_provider_errors
+        verdicts = by_trial[0]
+        metrics = compute_trial_metrics(
+            by_trial, model_name=agent_obj.name, mode=config.mode, count_provider_errors=config.count_provider_errors
         )
         remote_usage = {"note": "made and counted in the Ray workers (not collected)"}
         if llm is not None:  # with Ray the calls were made (and counted) in the workers
@@ -337,16 +350,20 @@ def eval_command(
         if simulator is not None and simulator is not llm:
             metrics.extensions["simulator_usage"] = simulator.usage.as_dict() if executor == "local" else remote_usage
         write_json(run_dir / "metrics.json", metrics.model_dump(mode="json"))
-        write_verdicts(run_dir / VERDICTS, verdicts)
+        write_trial_verdicts(run_dir, by_trial)
         trajectories = load_run_trajectories(run_dir)
         _write_report(run_dir, RunView.of(suite, trajectories, verdicts, config), metrics)
         if export_wtb_result is not None:
             write_wtb_results(export_wtb_result, suite, trajectories, verdicts, model_name=agent_obj.name)
     render_scoreboard(metrics, console)
     console.print(f"run directory: {run_dir}")
+    if config.trials > 1:
+        console.print(
+            f"trials 1..{config.trials - 1}: {run_dir / 'trials'}/<trial>/ (trial 0: the run directory's files)"
+        )
     if export_wtb_result is not None:
         console.print(f"published-format results: {export_wtb_result}")
-    raise typer.Exit(outcome_exit_code(verdicts, resume_hint=run_dir))
+    raise typer.Exit(outcome_exit_code([v for trial in by_trial for v in trial], resume_hint=run_dir))
 
 
 def _write_report(run_dir: Path, view: RunView, metrics: Metrics) -> None:

@@ -13,13 +13,13 @@ from toolwild.core.formats.results import load_trajectories
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.verdict import ScoringMode
 from toolwild.errors import ConfigError
-from toolwild.eval.metrics.accuracy import compute_metrics
+from toolwild.eval.metrics.passk import compute_trial_metrics
 from toolwild.eval.runner import (
-    VERDICTS,
     RunConfig,
     check_run_suite,
     load_run_config,
-    load_run_trajectories,
+    score_trials,
+    write_trial_verdicts,
     write_verdicts,
 )
 from toolwild.eval.scoring.session import score_suite
@@ -68,6 +68,8 @@ def score(
     directory, its suite and mode come from its config.json (another --suite is refused when the run recorded its
     suite's fingerprint). In the run's own mode its metrics.json is rewritten, keeping the run's usage blocks; in
     another mode the metrics go to metrics.MODE.json beside it, so the run's own figures are never overwritten.
+    A run of several trials is scored trial by trial (pass^k and pass@k with the figures); --verdicts writes trial
+    0's.
     """
     with handled_errors():
         run_config: RunConfig | None = None
@@ -84,18 +86,22 @@ def score(
         mode = mode or ScoringMode.WTB
         suite, suite_report = load_wtb_suite(suite_path, skip_invalid=skip_invalid)
         report_skipped(suite_report)
-        if run_config is not None:
+        if run_config is not None:  # every trial of the run (one for a run without --trials)
             check_run_suite(run_config, suite, suite_path)
-            trajectories = load_run_trajectories(results, suite=suite)
+            by_trial_results, by_trial = score_trials(results, run_config, suite, mode=mode)
+            trajectories = by_trial_results[0]
         else:  # published lines are checked against the suite: same ids are not enough, the tasks must match
             trajectories, result_report = load_trajectories(results, skip_invalid=skip_invalid, suite=suite)
             report_skipped(result_report)
+            by_trial = None
         if not trajectories:
             raise ConfigError(f"{results}: no results to score")
-        session_verdicts = score_suite(suite, trajectories, mode=mode)
+        if by_trial is None:
+            by_trial = [score_suite(suite, trajectories, mode=mode)]
+        session_verdicts = by_trial[0]
         name = model_name or next((t.model for t in trajectories if t.model), None) or results.stem
-        metrics = compute_metrics(
-            session_verdicts, model_name=name, mode=mode, count_provider_errors=count_provider_errors, seed=seed
+        metrics = compute_trial_metrics(
+            by_trial, model_name=name, mode=mode, count_provider_errors=count_provider_errors, seed=seed
         )
         metrics.extensions.update(carried)
     render_scoreboard(metrics, console)
@@ -104,11 +110,12 @@ def score(
         out.write_text(json.dumps(metrics.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n")
         console.print(f"metrics written to {out}")
     if run_config is not None and out is not None and out.resolve() == (results / METRICS).resolve():
-        write_verdicts(results / VERDICTS, session_verdicts)  # the run's own verdicts, beside its own metrics
+        write_trial_verdicts(results, by_trial)  # the run's own verdicts (every trial's), beside its own metrics
     if verdicts is not None:
         write_verdicts(verdicts, session_verdicts)
         console.print(f"verdicts written to {verdicts}")
-    raise typer.Exit(outcome_exit_code(session_verdicts, resume_hint=run_config is not None and results))
+    every = [v for trial in by_trial for v in trial]
+    raise typer.Exit(outcome_exit_code(every, resume_hint=run_config is not None and results))
 
 
 def _run_metrics_out(run_dir: Path, run_mode: ScoringMode, mode: ScoringMode, out: Path | None) -> Path:

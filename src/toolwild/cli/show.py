@@ -39,10 +39,11 @@ def show(
     failed: Annotated[bool, typer.Option("--failed", help="Show only the tasks that failed.")] = False,
     session: Annotated[str | None, typer.Option("--session", help="Show only this session.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Show at most N tasks.")] = None,
+    trial: Annotated[int, typer.Option("--trial", min=0, help="Which trial of a --trials run (default 0).")] = 0,
 ) -> None:
     """Print a run's tasks as conversations: user turns, the model's steps, the gold calls and the verdict."""
     with handled_errors():
-        sessions, trajectories, verdicts = _load_run(run_dir)
+        sessions, trajectories, verdicts = _load_run(run_dir, trial)
         if session is not None and session not in sessions:
             known = ", ".join(list(sessions)[:5]) + (", ..." if len(sessions) > 5 else "")
             raise ConfigError(f"{run_dir}: no session {session!r} in this run (sessions: {known})")
@@ -60,13 +61,14 @@ def show(
             _print_task(out, sessions[verdict.session_id], verdict, task_verdict, record)
             shown += 1
     out.print(Rule(style="dim"))
-    out.print(f"{shown} task(s) shown of {total}; {failures} failed.")
+    of_trial = f" (trial {trial})" if trial else ""
+    out.print(f"{shown} task(s) shown of {total}{of_trial}; {failures} failed.")
 
 
-def _load_run(run_dir: Path) -> tuple[dict[str, Session], dict[str, Trajectory], list[SessionVerdict]]:
-    """The run's sessions, trajectories and verdicts (scored again from its trajectories in its own mode), loaded
-    as the HTML report loads them."""
-    view = load_run(run_dir)
+def _load_run(run_dir: Path, trial: int = 0) -> tuple[dict[str, Session], dict[str, Trajectory], list[SessionVerdict]]:
+    """The run's sessions, trajectories and verdicts of one trial (scored again from its trajectories in its own
+    mode), loaded as the HTML report loads them."""
+    view = load_run(run_dir, trial=trial)
     return view.sessions, view.trajectories, view.verdicts
 
 

@@ -7,12 +7,14 @@ the caller supplies, so the choice of model and its cache stay with the run).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
 
 from toolwild.core.environment import BackendKind, Environment
 from toolwild.core.formats.environment import load_environment
+from toolwild.core.session import Session
 from toolwild.core.tool import Tool
 from toolwild.envs.base import EnvironmentBackend
 from toolwild.envs.replay import ReplayEnvironment
@@ -25,8 +27,11 @@ __all__ = [
     "backend_for",
     "describe_environment",
     "environment_tools",
+    "file_sha256",
     "get_environment",
+    "ledger_backend",
     "resolve_environment_file",
+    "session_environment",
 ]
 
 ENVIRONMENTS: dict[str, str] = {
@@ -37,6 +42,8 @@ ENVIRONMENTS: dict[str, str] = {
 
 _builtin: dict[str, EnvironmentBackend] = {}
 _files: dict[tuple[Path, int, int], Environment] = {}
+_ledgers: dict[tuple[Path, int, int, bool], EnvironmentBackend] = {}
+_digests: dict[tuple[Path, int, int], str] = {}
 """Loaded files by (path, mtime, size): a file edited while the process runs is read again."""
 
 
@@ -105,3 +112,64 @@ def get_environment(ref: str, *, simulator: LLM | None = None, base_dir: Path | 
     if ref in ENVIRONMENTS:
         return _builtin_environment(ref)
     return backend_for(_described(ref, base_dir), simulator=simulator)
+
+
+def _file_key(path: Path) -> tuple[Path, int, int]:
+    stat = path.stat()
+    return (path.resolve(), stat.st_mtime_ns, stat.st_size)
+
+
+def ledger_backend(path: Path, *, write_through: bool = False) -> EnvironmentBackend:
+    """The ``ledger`` environment on a user's own Beancount file (``--ledger FILE``).
+
+    Every episode starts from a copy of the file and of everything it includes, so the user's books are never
+    written; ``write_through`` (only ``serve mcp ledger --write-through``) writes them in place, each write validated
+    and atomic. Built once per file version: a file edited while the process runs is loaded again.
+
+    Raises:
+        ConfigError: no such file, or the ledger does not load (the message names the directive).
+    """
+    if not path.is_file():
+        raise ConfigError(f"--ledger {path}: no such file")
+    key = (*_file_key(path), write_through)
+    if key not in _ledgers:
+        from toolwild.envs.domains.ledger.environment import ledger_environment
+
+        _ledgers[key] = ledger_environment(ledger=path.resolve(), write_through=write_through)
+    return _ledgers[key]
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes (cached per file version): how a suite pins the ledger it was made on."""
+    key = _file_key(path)
+    if key not in _digests:
+        _digests[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return _digests[key]
+
+
+def session_environment(
+    session: Session, *, simulator: LLM | None = None, base_dir: Path | None = None
+) -> EnvironmentBackend:
+    """The environment a session runs on: its ``environment`` reference, or, for a ledger session made on a user's
+    own books, the snapshot of those books the suite keeps beside it (``extra["ledger_file"]``, relative to the
+    suite's folder, pinned by ``extra["ledger_sha256"]``).
+
+    Raises:
+        ConfigError: the environment is unknown, or the session's ledger is missing or changed since the suite was
+            made (its gold would no longer match: regenerate the suite).
+    """
+    ledger_file = session.extra.get("ledger_file")
+    if session.environment != "ledger" or not isinstance(ledger_file, str):
+        return get_environment(session.environment or "", simulator=simulator, base_dir=base_dir)
+    path = Path(ledger_file)
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    if not path.is_file():
+        raise ConfigError(f"session {session.id!r}: its ledger {ledger_file!r} is missing (looked for {path})")
+    pinned = session.extra.get("ledger_sha256")
+    if isinstance(pinned, str) and file_sha256(path) != pinned:
+        raise ConfigError(
+            f"session {session.id!r}: the ledger {path} changed since the suite was made (sha256 differs); its gold "
+            "no longer applies: make the suite again"
+        )
+    return ledger_backend(path)

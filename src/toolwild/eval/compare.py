@@ -186,6 +186,11 @@ def load_run(run_dir: Path) -> LoadedRun:
     Re-scoring is what ``toolwild show`` does, so runs made before ``verdicts.jsonl`` existed compare too.
     """
     config = load_run_config(run_dir)
+    if config.trials > 1:  # its verdicts.jsonl is trial 0 alone: comparing it would hide the other trials
+        raise ConfigError(
+            f"{run_dir} is a run of {config.trials} trials: compare takes runs of one trial (the pooled figures "
+            "and pass^k of a trial run are on its scoreboard: toolwild score RUN_DIR)"
+        )
     path = run_dir / VERDICTS
     if path.exists():
         digest = config.suite_digest or _suite_digest(config)

@@ -8,6 +8,12 @@ Three outcome classes, never mixed: a *model failure* fails its task (recorded i
 a *provider error* (after retries) leaves its session out of accuracy and listed; a *harness error* (an environment
 that raised, a toolwild bug) is listed, stops the run from starting more sessions, and makes the command exit
 non-zero.
+
+Trials (``RunConfig.trials`` = k): every session is run k times; the unit of work, of the checkpoint and of resuming
+is one (session, trial) pair. Trial 0 keeps the run directory's own files (``trajectories.jsonl``,
+``verdicts.jsonl``), so a run of one trial is byte for byte a run from before trials and every reader of one trial
+(``show``, ``report``'s viewer, ``compare``, ``--export-wtb-result``) reads trial 0 as it always did; trial t >= 1
+keeps the same two files in ``trials/<t>/``. Each trial's file is resumed exactly as a one-trial run's is.
 """
 
 from __future__ import annotations
@@ -15,10 +21,20 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from toolwild.core.files import write_text_atomic
 from toolwild.core.formats.results import append_trajectory
@@ -27,7 +43,7 @@ from toolwild.core.jsonl import read_jsonl, validation_to_data_error
 from toolwild.core.session import Session, Suite
 from toolwild.core.trajectory import Trajectory, TrajectoryStatus
 from toolwild.core.verdict import ScoringMode, SessionVerdict
-from toolwild.envs.registry import get_environment
+from toolwild.envs.registry import session_environment
 from toolwild.errors import (
     CacheMissError,
     ConfigError,
@@ -37,6 +53,7 @@ from toolwild.errors import (
     TransientBackendError,
 )
 from toolwild.eval.agents.base import Agent
+from toolwild.eval.agents.model import ModelAgent
 from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.scoring.session import failed_session, score_session, score_suite
 from toolwild.eval.session import HistoryMode, run_session
@@ -44,23 +61,39 @@ from toolwild.llm.client import LLM
 from toolwild.run import Executor, LocalExecutor, Unit
 
 __all__ = [
+    "TRIALS",
     "VERDICTS",
     "EvalWorker",
     "RescoredRun",
     "RunConfig",
     "RunProgress",
+    "SessionTrial",
+    "agent_for_trial",
     "check_run_suite",
+    "check_trial",
     "load_run_config",
     "load_run_trajectories",
     "rescore_run",
     "run_suite",
+    "run_trials",
+    "score_trials",
+    "trial_dir",
+    "write_trial_verdicts",
     "write_verdicts",
 ]
 
 TRAJECTORIES = "trajectories.jsonl"
 VERDICTS = "verdicts.jsonl"
 """Per-session verdicts of a run, rewritten whole at the end (like metrics.json), so a resumed run's file is whole."""
+TRIALS = "trials"
+"""Folder of a trial run that holds trials 1..k-1 (``trials/<t>/trajectories.jsonl``, ``trials/<t>/verdicts.jsonl``)."""
 log = logging.getLogger(__name__)
+
+
+def trial_dir(run_dir: Path, trial: int) -> Path:
+    """Where trial ``trial`` keeps its trajectories and verdicts: the run directory itself for trial 0 (a run of one
+    trial is exactly a run from before trials), ``trials/<t>/`` for the others."""
+    return run_dir if trial == 0 else run_dir / TRIALS / str(trial)
 
 
 class RunConfig(BaseModel):
@@ -86,6 +119,10 @@ class RunConfig(BaseModel):
     max_steps_per_task: int = Field(default=32, ge=1)
     temperature: float = 0.0
     seed: int = 0
+    """The model's request seed of trial 0; trial t sends ``seed + t``."""
+    trials: int = Field(default=1, ge=1)
+    """Times every session is run (``--trials``). Left out of ``config.json`` when 1, so a one-trial run's file is
+    the one written before trials existed."""
     max_tokens: int | None = 1024
     count_provider_errors: bool = Field(
         default=False, validation_alias=AliasChoices("count_provider_errors", "count_infra_errors")
@@ -93,6 +130,21 @@ class RunConfig(BaseModel):
     cache: str = "read-write"
     env_model: str | None = None
     """The model that simulates ``llm`` environments (free mode), if the suite uses any."""
+
+    @model_serializer(mode="wrap")
+    def _one_trial_is_implied(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``trials`` is written only when it is not 1 (see the field)."""
+        data = handler(self)
+        if self.trials == 1:
+            data.pop("trials", None)
+        return data
+
+
+def check_trial(config: RunConfig, trial: int) -> None:
+    """Refuse a trial the run does not have, naming the ones it has."""
+    if not 0 <= trial < config.trials:
+        have = "only trial 0" if config.trials == 1 else f"trials 0..{config.trials - 1}"
+        raise ConfigError(f"the run has no trial {trial}: it has {have}")
 
 
 @dataclass
@@ -139,8 +191,10 @@ def load_run_config(run_dir: Path) -> RunConfig:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def load_run_trajectories(run_dir: Path, *, repair: bool = False, suite: Suite | None = None) -> list[Trajectory]:
-    """Finished trajectories of a run directory (last line per session wins).
+def load_run_trajectories(
+    run_dir: Path, *, repair: bool = False, suite: Suite | None = None, trial: int = 0
+) -> list[Trajectory]:
+    """Finished trajectories of a run directory (last line per session wins), of one trial (default trial 0).
 
     Args:
         run_dir: the run directory.
@@ -148,11 +202,12 @@ def load_run_trajectories(run_dir: Path, *, repair: bool = False, suite: Suite |
             when resuming, so that the resumed run appends the redone sessions without duplicating them).
         suite: when given, a trajectory must belong to one of its sessions and hold every task of it (a line that
             does not is not a result of this run: a DataError names it).
+        trial: which trial's file (see :func:`trial_dir`).
 
     Raises:
         DataError: a line that is not a trajectory (bad bytes, bad JSON, bad fields), other than a torn last line.
     """
-    path = run_dir / TRAJECTORIES
+    path = trial_dir(run_dir, trial) / TRAJECTORIES
     if not path.exists():
         return []
     records = list(read_jsonl(path))
@@ -197,6 +252,42 @@ def write_verdicts(path: Path, verdicts: list[SessionVerdict]) -> None:
     write_text_atomic(path, "".join(lines))
 
 
+def write_trial_verdicts(run_dir: Path, by_trial: list[list[SessionVerdict]]) -> None:
+    """Every trial's ``verdicts.jsonl`` in its own folder (trial 0's is the run's own ``verdicts.jsonl``)."""
+    for trial, verdicts in enumerate(by_trial):
+        write_verdicts(trial_dir(run_dir, trial) / VERDICTS, verdicts)
+
+
+@dataclass(frozen=True)
+class SessionTrial:
+    """The payload of one unit of an evaluation: a session and which of its trials to run."""
+
+    session: Session
+    trial: int = 0
+
+
+def agent_for_trial(agent: Agent, config: RunConfig, trial: int) -> Agent:
+    """The agent that plays trial ``trial``.
+
+    Trial 0 is the agent as built (so a one-trial run is unchanged). An agent with a ``for_trial(t)`` method (a
+    scripted agent with a per-trial behaviour file) gives its own; a model agent sends the request seed
+    ``config.seed + t`` at the configured temperature. The seed is part of the response cache's key, so a trial is
+    never answered from another trial's cached replies; whether the trials then differ is the model's business (a
+    model that does not sample, at temperature 0, answers every trial alike). Any other agent (the oracle) plays
+    every trial alike.
+    """
+    if trial == 0:
+        return agent
+    for_trial = getattr(agent, "for_trial", None)
+    if callable(for_trial):
+        return for_trial(trial)
+    if isinstance(agent, ModelAgent):
+        return ModelAgent(
+            agent.llm, temperature=agent.temperature, seed=config.seed + trial, max_tokens=agent.max_tokens
+        )
+    return agent
+
+
 async def _run_one(session: Session, agent: Agent, config: RunConfig, simulator: LLM | None) -> Trajectory:
     """One session, its outcome classified: model failures inside the trajectory, provider and harness errors as
     the trajectory's status."""
@@ -206,7 +297,7 @@ async def _run_one(session: Session, agent: Agent, config: RunConfig, simulator:
 
     try:
         environment = (
-            get_environment(session.environment, simulator=simulator, base_dir=Path(config.suite).parent)
+            session_environment(session, simulator=simulator, base_dir=Path(config.suite).parent)
             if session.environment and config.history is HistoryMode.FREE
             else None
         )
@@ -243,6 +334,7 @@ class EvalWorker:
         self.run_dir = Path(run_dir)
         self.live_base_url = live_base_url
         self._opened: tuple[Agent, LLM | None, LLM | None] | None = None
+        self._trial_agents: dict[int, Agent] = {}
 
     def __getstate__(self) -> dict[str, object]:
         return {"config": self.config, "run_dir": self.run_dir, "live_base_url": self.live_base_url}
@@ -260,9 +352,12 @@ class EvalWorker:
             self._opened = (agent, llm, build_simulator(live, self.run_dir, llm))
         return self._opened
 
-    async def __call__(self, unit: Unit[Session]) -> Trajectory:
+    async def __call__(self, unit: Unit[SessionTrial]) -> Trajectory:
         agent, _llm, simulator = await self.aopen()
-        return await _run_one(unit.payload, agent, self.config, simulator)
+        trial = unit.payload.trial
+        if trial not in self._trial_agents:
+            self._trial_agents[trial] = agent_for_trial(agent, self.config, trial)
+        return await _run_one(unit.payload.session, self._trial_agents[trial], self.config, simulator)
 
     async def aclose(self) -> None:
         """Close the clients."""
@@ -271,6 +366,7 @@ class EvalWorker:
             for client in {id(c): c for c in (llm, simulator) if c is not None}.values():
                 await client.aclose()
         self._opened = None
+        self._trial_agents = {}
 
 
 async def run_suite(
@@ -291,10 +387,44 @@ async def run_suite(
     error no new session starts (those already running finish); sessions not run are returned as harness errors
     ("not run"), so a resumed run picks them up. ``executor``/``worker``: run the sessions elsewhere (a
     :class:`~toolwild.run.ray_executor.RayExecutor` with an :class:`EvalWorker`); results come back here, where
-    alone they are written and scored.
+    alone they are written and scored. With ``config.trials`` > 1 every trial is run (see :func:`run_trials`) and
+    trial 0's verdicts are returned.
+    """
+    by_trial = await run_trials(
+        suite,
+        agent,
+        config,
+        run_dir,
+        resume=resume,
+        on_progress=on_progress,
+        simulator=simulator,
+        executor=executor,
+        worker=worker,
+    )
+    return by_trial[0]
+
+
+async def run_trials(
+    suite: Suite,
+    agent: Agent,
+    config: RunConfig,
+    run_dir: Path,
+    *,
+    resume: bool = False,
+    on_progress: Callable[[RunProgress], None] | None = None,
+    simulator: LLM | None = None,
+    executor: Executor | None = None,
+    worker: EvalWorker | None = None,
+) -> list[list[SessionVerdict]]:
+    """:func:`run_suite` for every trial of ``config.trials``: the verdicts of all sessions, one list per trial.
+
+    The unit of work is one (session, trial) pair: each is appended to its trial's ``trajectories.jsonl`` when it
+    ends, and a resumed run redoes no finished pair (nor any pair lost to the provider or the harness, which it
+    runs again). The longest sessions start first, each with all its trials, so no slot idles at the end.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
-    config_path = run_dir / "config.json"
+    trials = range(config.trials)
+    agents = [agent_for_trial(agent, config, t) for t in trials]  # a script without trial t is refused here
     digest = suite.fingerprint()
     if resume:
         previous = load_run_config(run_dir)
@@ -303,23 +433,35 @@ async def run_suite(
                 f"{run_dir}: the suite changed since the run started (digest {previous.suite_digest[:12]} in the "
                 f"run, {digest[:12]} now): resuming would mix two suites"
             )
-        done = {t.session_id: t for t in load_run_trajectories(run_dir, repair=True, suite=suite)}
+        if previous.trials != config.trials:
+            raise ConfigError(
+                f"{run_dir}: the run has {previous.trials} trial(s), not {config.trials}: a resume keeps its trials"
+            )
+        done = [
+            {t.session_id: t for t in load_run_trajectories(run_dir, repair=True, suite=suite, trial=k)} for k in trials
+        ]
     else:
-        if (run_dir / TRAJECTORIES).exists() and (run_dir / TRAJECTORIES).stat().st_size:
-            raise ConfigError(f"{run_dir} already holds a run; use --resume to continue it or choose another --name")
-        done = {}
+        for k in trials:
+            path = trial_dir(run_dir, k) / TRAJECTORIES
+            if path.exists() and path.stat().st_size:
+                raise ConfigError(
+                    f"{run_dir} already holds a run; use --resume to continue it or choose another --name"
+                )
+        done = [{} for _ in trials]
     config = config.model_copy(update={"suite_digest": digest})
-    write_text_atomic(config_path, config.model_dump_json(indent=2) + "\n")
+    write_text_atomic(run_dir / "config.json", config.model_dump_json(indent=2) + "\n")
     if (
         config.history is HistoryMode.FREE
     ):  # a missing environment or simulator is a setup error: say it before any call
-        for ref in sorted({s.environment for s in suite.sessions if s.environment}):
-            get_environment(ref, simulator=simulator, base_dir=Path(config.suite).parent)
-    progress = RunProgress(total=len(suite.sessions))
-    verdicts: dict[str, SessionVerdict] = {}
+        distinct = {(s.environment, str(s.extra.get("ledger_file"))): s for s in suite.sessions if s.environment}
+        for _key, first in sorted(distinct.items()):
+            session_environment(first, simulator=simulator, base_dir=Path(config.suite).parent)
+    progress = RunProgress(total=len(suite.sessions) * config.trials)
+    verdicts: list[dict[str, SessionVerdict]] = [{} for _ in trials]
+    base_dir = Path(config.suite).parent
 
-    def account(verdict: SessionVerdict, traj: Trajectory) -> None:
-        verdicts[verdict.session_id] = verdict
+    def account(trial: int, verdict: SessionVerdict, traj: Trajectory) -> None:
+        verdicts[trial][verdict.session_id] = verdict
         progress.done += 1
         if traj.status is TrajectoryStatus.PROVIDER_ERROR:
             progress.provider_errors += 1
@@ -333,38 +475,60 @@ async def run_suite(
         if on_progress is not None:
             on_progress(progress)
 
-    for sid, traj in done.items():
-        session = suite.session(sid)
-        assert session is not None
-        account(_score(session, traj, config.mode, Path(config.suite).parent), traj)
-        progress.skipped += 1
+    for trial in trials:
+        for sid, traj in done[trial].items():
+            session = suite.session(sid)
+            assert session is not None
+            account(trial, _score(session, traj, config.mode, base_dir), traj)
+            progress.skipped += 1
     # Longest sessions first (by gold steps): with N sessions at once, a long one started last would leave the
     # other slots idle while it finishes.
-    todo = sorted(
-        (s for s in suite.sessions if s.id not in done),
-        key=lambda s: -sum(GoldDag.from_task(t).min_length for t in s.tasks),
-    )
-    halted: list[str] = []
-    with (run_dir / TRAJECTORIES).open("a", encoding="utf-8") as handle:
+    longest_first = sorted(suite.sessions, key=lambda s: -sum(GoldDag.from_task(t).min_length for t in s.tasks))
+    todo = [SessionTrial(s, k) for s in longest_first for k in trials if s.id not in done[k]]
+    halted: list[SessionTrial] = []
+    with ExitStack() as stack:
+        handles: list[IO[str]] = []
+        for k in trials:
+            trial_dir(run_dir, k).mkdir(parents=True, exist_ok=True)
+            handles.append(stack.enter_context((trial_dir(run_dir, k) / TRAJECTORIES).open("a", encoding="utf-8")))
 
-        def finished(unit: Unit[Session], traj: Trajectory) -> None:
+        def finished(unit: Unit[SessionTrial], traj: Trajectory) -> None:
+            item = unit.payload
             if traj.status is TrajectoryStatus.HARNESS_ERROR:
-                halted.append(unit.key)
-            append_trajectory(handle, traj)
-            account(_score(unit.payload, traj, config.mode, Path(config.suite).parent), traj)
+                halted.append(item)
+            append_trajectory(handles[item.trial], traj)
+            account(item.trial, _score(item.session, traj, config.mode, base_dir), traj)
 
         await (executor or LocalExecutor(config.concurrency)).map(
-            (Unit(key=s.id, order=i, payload=s) for i, s in enumerate(todo)),
-            worker if worker is not None else (lambda unit: _run_one(unit.payload, agent, config, simulator)),
+            (Unit(key=_unit_key(item, config.trials), order=i, payload=item) for i, item in enumerate(todo)),
+            worker
+            if worker is not None
+            else (lambda unit: _run_one(unit.payload.session, agents[unit.payload.trial], config, simulator)),
             on_done=finished,
             stop=lambda: bool(halted),
         )
+    return [_in_suite_order(suite, config, verdicts[k], halted) for k in trials]
+
+
+def _unit_key(item: SessionTrial, trials: int) -> str:
+    """A unit's identity: the session id in a one-trial run (as before trials), ``<trial>:<id>`` otherwise (unique
+    whatever the ids hold, since the trial number has no colon)."""
+    return item.session.id if trials == 1 else f"{item.trial}:{item.session.id}"
+
+
+def _in_suite_order(
+    suite: Suite, config: RunConfig, verdicts: dict[str, SessionVerdict], halted: list[SessionTrial]
+) -> list[SessionVerdict]:
+    """One trial's verdicts in the suite's order; a session the run never started (it stopped after a harness
+    error) is a harness error "not run", so a resumed run picks it up."""
     out = []
     for s in suite.sessions:
         verdict = verdicts.get(s.id)
         if verdict is None:
+            first = halted[0]
+            where = f"session {first.session.id!r}" + (f" (trial {first.trial})" if config.trials > 1 else "")
             verdict = failed_session(s, config.mode, "not run: the run stopped after a harness error")
-            verdict.harness_error = f"not run: the run stopped after a harness error in session {halted[0]!r}"
+            verdict.harness_error = f"not run: the run stopped after a harness error in {where}"
         out.append(verdict)
     return out
 
@@ -391,23 +555,38 @@ def check_run_suite(config: RunConfig, suite: Suite, suite_path: Path) -> None:
 
 @dataclass
 class RescoredRun:
-    """A run directory read back: its config, suite, trajectories, and verdicts scored again in its own mode."""
+    """A run directory read back: its config, suite, trajectories, and verdicts scored again in its own mode (of
+    one trial: ``trial``)."""
 
     config: RunConfig
     suite: Suite
     trajectories: list[Trajectory]
     verdicts: list[SessionVerdict]
+    trial: int = 0
 
 
-def rescore_run(run_dir: Path, *, missing_as_failed: bool = False) -> RescoredRun:
+def rescore_run(run_dir: Path, *, missing_as_failed: bool = False, trial: int = 0) -> RescoredRun:
     """Score a run again from its trajectories (no model call): what ``show``, ``report`` and ``compare`` read, so a
-    run made before ``verdicts.jsonl`` existed is read the same way as a new one."""
+    run made before ``verdicts.jsonl`` existed is read the same way as a new one. ``trial``: which trial of a trial
+    run (default 0, the run's own files)."""
     config = load_run_config(run_dir)
+    check_trial(config, trial)
     suite_path = Path(config.suite)
     suite, _report = load_wtb_suite(suite_path)
     check_run_suite(config, suite, suite_path)
-    trajectories = load_run_trajectories(run_dir, suite=suite)
+    trajectories = load_run_trajectories(run_dir, suite=suite, trial=trial)
     if not trajectories:
-        raise ConfigError(f"{run_dir}: the run has no finished session yet")
+        which = f" in trial {trial}" if config.trials > 1 else ""
+        raise ConfigError(f"{run_dir}: the run has no finished session{which} yet")
     verdicts = score_suite(suite, trajectories, mode=config.mode, missing_as_failed=missing_as_failed)
-    return RescoredRun(config, suite, trajectories, verdicts)
+    return RescoredRun(config, suite, trajectories, verdicts, trial)
+
+
+def score_trials(
+    run_dir: Path, config: RunConfig, suite: Suite, *, mode: ScoringMode
+) -> tuple[list[list[Trajectory]], list[list[SessionVerdict]]]:
+    """Every trial of a run scored again (``toolwild score RUN_DIR``): each trial's trajectories and verdicts, a
+    session without a result in a trial counting as failed in that trial (as ``score`` counts a missing session)."""
+    trajectories = [load_run_trajectories(run_dir, suite=suite, trial=t) for t in range(config.trials)]
+    verdicts = [score_suite(suite, found, mode=mode) for found in trajectories]
+    return trajectories, verdicts

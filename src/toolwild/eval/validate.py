@@ -19,7 +19,7 @@ from toolwild.core.session import Session, Suite
 from toolwild.core.task import NodeKind
 from toolwild.core.verdict import ScoringMode
 from toolwild.envs.base import Observation
-from toolwild.envs.registry import describe_environment, get_environment
+from toolwild.envs.registry import describe_environment, session_environment
 from toolwild.errors import ToolwildError
 from toolwild.eval.agents.oracle import oracle_trajectory
 from toolwild.eval.scoring.arguments import CORRECT, check_schema
@@ -137,7 +137,7 @@ async def areplay_problems(
     if replay_skip_reason(session, base_dir=base_dir, simulator=simulator) is not None:
         return []
     try:
-        backend = get_environment(session.environment, base_dir=base_dir, simulator=simulator)
+        backend = session_environment(session, base_dir=base_dir, simulator=simulator)
     except ToolwildError as exc:
         return [Problem(Severity.ERROR, where, f"environment {session.environment!r}: {exc}")]
     problems: list[Problem] = []

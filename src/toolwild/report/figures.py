@@ -17,6 +17,13 @@ __all__ = ["Figure", "HeadlineItem", "build_figures", "build_headline"]
 
 FAMILY_ORDER = ("action", "parameter", "inference")
 COLOURS = {"accuracy": "#3b6ea8", "optimal": "#3b6ea8", "progress": "#e08a2b", "drop": "#c0392b"}
+TRIAL_SERIES = (
+    ("pass^k", "task", "pass^k over tasks", "#3b6ea8", "solid"),
+    ("pass@k", "task", "pass@k over tasks", "#e08a2b", "solid"),
+    ("pass^k", "session", "pass^k over sessions", "#3b6ea8", "dot"),
+    ("pass@k", "session", "pass@k over sessions", "#e08a2b", "dot"),
+)
+"""The lines of the trials figure: (figure, unit, legend, colour, dash)."""
 
 
 class HeadlineItem(BaseModel):
@@ -272,10 +279,59 @@ def _optimal_progress_figure(metrics: Metrics) -> Figure:
     return Figure(key="optimal_progress", title=title, source="optimal_info+progress_info", series=series, spec=spec)
 
 
+def _trials_figure(trials: dict[str, Any]) -> Figure:
+    """pass^k' and pass@k' against k' = 1..k, over tasks and over sessions, each point with its 95% interval: how
+    fast reliability (pass^k) falls and coverage (pass@k) rises with more trials."""
+    k = int(trials["k"])
+    ks = [str(kk) for kk in range(1, k + 1)]
+    ci = trials.get("confidence_intervals") or {}
+    data = []
+    for name, unit, legend, colour, dash in TRIAL_SERIES:
+        values = [trials[name][unit].get(kk) for kk in ks]
+        bounds = [(ci.get(name) or {}).get(unit, {}).get(kk) for kk in ks]
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": legend,
+                "x": [int(kk) for kk in ks],
+                "y": values,
+                "error_y": {
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [
+                        b["high"] - v if b and v is not None else None for v, b in zip(values, bounds, strict=True)
+                    ],
+                    "arrayminus": [
+                        v - b["low"] if b and v is not None else None for v, b in zip(values, bounds, strict=True)
+                    ],
+                },
+                "text": [_pct_text(v) for v in values],
+                "hovertemplate": f"{legend}, k=%{{x}}: %{{text}}<extra></extra>",
+                "line": {"color": colour, "dash": dash},
+            }
+        )
+    title = f"pass^k and pass@k over {k} trials"
+    layout = _layout(title, "rate", showlegend=True, legend={"orientation": "h", "y": -0.3})
+    layout["xaxis"] = {"title": {"text": "k"}, "tickvals": [int(kk) for kk in ks], "dtick": 1}
+    series = {name: trials[name] for name in ("pass^k", "pass@k")}
+    return Figure(
+        key="trials",
+        title=title,
+        source="extensions.trials",
+        series=series,
+        derived={"intervals": {name: ci.get(name) for name in ("pass^k", "pass@k")}},
+        spec={"data": data, "layout": layout},
+    )
+
+
 def build_figures(metrics: Metrics) -> list[Figure]:
-    """The paper's figures for this run, in the order the report shows them."""
+    """The paper's figures for this run, in the order the report shows them (a trial run's pass^k figure first)."""
     positions = {k: f"task {int(k) + 1}" for k in metrics.layer_info}
+    trials = metrics.extensions.get("trials")
+    first = [_trials_figure(trials)] if trials else []
     return [
+        *first,
         _accuracy_figure(
             "task_type",
             "Accuracy by task type",

@@ -31,7 +31,8 @@ from toolwild.core.trajectory import Step, TaskTrajectory, Trajectory
 from toolwild.core.verdict import Metrics, ScoringMode, SessionVerdict, StepVerdict, TaskVerdict
 from toolwild.errors import ConfigError, DataError
 from toolwild.eval.metrics.accuracy import compute_metrics
-from toolwild.eval.runner import RunConfig, load_run_config, rescore_run
+from toolwild.eval.metrics.passk import compute_trial_metrics
+from toolwild.eval.runner import RunConfig, load_run_config, rescore_run, score_trials
 from toolwild.eval.scoring.dag import GoldDag, Position
 from toolwild.eval.scoring.session import score_suite
 from toolwild.report.figures import build_figures, build_headline
@@ -71,9 +72,10 @@ class RunView:
         )
 
 
-def load_run(run_dir: Path, *, missing_as_failed: bool = False) -> RunView:
-    """The run's sessions, trajectories and verdicts (scored again from its trajectories in its own mode)."""
-    run = rescore_run(run_dir, missing_as_failed=missing_as_failed)
+def load_run(run_dir: Path, *, missing_as_failed: bool = False, trial: int = 0) -> RunView:
+    """The run's sessions, trajectories and verdicts (scored again from its trajectories in its own mode), of one
+    trial of a trial run (default trial 0, the run's own files)."""
+    run = rescore_run(run_dir, missing_as_failed=missing_as_failed, trial=trial)
     return RunView.of(run.suite, run.trajectories, run.verdicts, run.config)
 
 
@@ -101,8 +103,12 @@ def _run_metrics(run_dir: Path, view: RunView) -> Metrics:
     config = view.config
     assert config is not None
     name = next((t.model for t in view.trajectories.values() if t.model), None) or config.agent
-    return compute_metrics(
-        view.verdicts, model_name=name, mode=config.mode, count_provider_errors=config.count_provider_errors
+    by_trial = [view.verdicts]
+    if config.trials > 1:  # every trial, as eval and score compute them
+        suite, _report = load_wtb_suite(Path(config.suite))
+        _trajectories, by_trial = score_trials(run_dir, config, suite, mode=config.mode)
+    return compute_trial_metrics(
+        by_trial, model_name=name, mode=config.mode, count_provider_errors=config.count_provider_errors
     )
 
 
@@ -129,6 +135,7 @@ def write_report(
         "history": config.history.value,
         "suite": config.suite,
         "source": str(run_dir),
+        **({"trials": config.trials} if config.trials > 1 else {}),
     }
     return _write(out or run_dir / REPORT, render_report(view, metrics, meta))
 

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from toolwild.core.verdict import Metrics
 
-__all__ = ["render_outcomes", "render_scoreboard"]
+__all__ = ["render_outcomes", "render_scoreboard", "render_trials"]
 
 
 def _pct(x: float) -> str:
@@ -107,7 +107,58 @@ def render_scoreboard(metrics: Metrics, console: Console) -> None:
         for name, v in sorted(taxonomy.items(), key=lambda kv: -kv[1]["count"]):
             errors.add_row(name, v["family"], str(v["count"]), _pct(v["share"]))
         console.print(errors)
+    render_trials(metrics, console)
     render_outcomes(metrics, console)
+
+
+def render_trials(metrics: Metrics, console: Console) -> None:
+    """A trial run's pass^k and pass@k for k = 1..K (over tasks and over sessions, with 95% intervals), the success
+    variance, and the sessions whose trials were not all counted. Nothing for a run of one trial."""
+    trials = metrics.extensions.get("trials")
+    if not trials:
+        return
+    ci = trials.get("confidence_intervals") or {}
+    table = Table(
+        title=f"pass^k and pass@k: {trials['k']} trials of {trials['sessions']} sessions ({trials['valid_runs']} "
+        "valid runs)",
+        title_justify="left",
+    )
+    table.add_column("k", justify="right", style="bold")
+    table.add_column("")
+    for unit in ("tasks", "sessions"):
+        table.add_column(unit, justify="right")
+        table.add_column("95% CI", justify="right")
+    for k in range(1, int(trials["k"]) + 1):
+        key = str(k)
+        for name in ("pass^k", "pass@k"):
+            cells = []
+            for unit in ("task", "session"):
+                value = trials[name][unit].get(key)
+                bounds = (ci.get(name) or {}).get(unit, {}).get(key)
+                cells += ["n/a", ""] if value is None else [_pct(value), _interval(bounds)]
+            table.add_row(key if name == "pass^k" else "", name, *cells, end_section=name == "pass@k")
+    console.print(table)
+    console.print(
+        "Task and session accuracy and the breakdowns above pool every trial (a task run k times counts k times); "
+        "pass^1 equals them when no trial was left out.",
+        style="dim",
+    )
+    variance = trials.get("success_variance") or {}
+    if variance.get("value") is not None:
+        bounds = ci.get("success_variance")
+        spread = f" [{bounds['low']:.4f}, {bounds['high']:.4f}]" if bounds else ""
+        console.print(
+            f"Per-task success variance: {variance['value']:.4f}{spread} over {variance['tasks']} tasks "
+            "(unbiased sample variance of each task's 0/1 success over its trials, averaged)"
+        )
+    incomplete = trials.get("incomplete_sessions") or []
+    if incomplete:
+        shown = ", ".join(f"{s['session_id']} ({s['valid_trials']}/{trials['k']})" for s in incomplete[:5])
+        more = f" and {len(incomplete) - 5} more" if len(incomplete) > 5 else ""
+        console.print(
+            f"[yellow]{len(incomplete)} session(s) with trials left out (provider or harness errors); their "
+            f"pass^k uses the trials they have: {shown}{more}[/]"
+        )
 
 
 def render_outcomes(metrics: Metrics, console: Console) -> None:

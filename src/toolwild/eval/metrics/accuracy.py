@@ -45,6 +45,24 @@ def scored_verdicts(verdicts: Sequence[SessionVerdict], *, count_provider_errors
     return [v for v in verdicts if v.harness_error is None and (count_provider_errors or not v.provider_error)]
 
 
+def _by_session(
+    ids: Sequence[str], per_run: Sequence[tuple[int, int]], ratios: Sequence[dict[str, tuple[int, int]]]
+) -> tuple[list[tuple[int, ...]], list[dict[str, tuple[int, int]]]]:
+    """The runs of a trial run summed per session (in order of first appearance): the bootstrap's unit is the
+    session with all its trials, as ``(correct tasks, tasks, correct runs, runs)`` and summed ratios."""
+    sums: dict[str, list[int]] = {}
+    summed: dict[str, dict[str, tuple[int, int]]] = {}
+    for sid, (c, t), extra in zip(ids, per_run, ratios, strict=True):
+        acc = sums.setdefault(sid, [0, 0, 0, 0])
+        for k, x in enumerate((c, t, int(c == t and t > 0), 1)):
+            acc[k] += x
+        mine = summed.setdefault(sid, {})
+        for key, (part, whole) in extra.items():
+            old = mine.get(key, (0, 0))
+            mine[key] = (old[0] + part, old[1] + whole)
+    return [tuple(v) for v in sums.values()], list(summed.values())
+
+
 def compute_metrics(
     verdicts: Sequence[SessionVerdict],
     *,
@@ -53,18 +71,27 @@ def compute_metrics(
     count_provider_errors: bool = False,
     resamples: int = 1000,
     seed: int = 0,
+    trial_of: Sequence[int] | None = None,
 ) -> Metrics:
     """Aggregate session verdicts into the published metric structure.
 
     Args:
-        verdicts: one per session.
+        verdicts: one per session (in a trial run, one per session and trial: see ``trial_of``).
         model_name: recorded in the file.
         mode: recorded under ``extensions``.
         count_provider_errors: count sessions lost to provider failures as failed (default: leave them out).
             Harness-error sessions are never counted (they say nothing about the agent) and always listed.
         resamples: bootstrap resamples for the confidence intervals (0 turns them off).
         seed: bootstrap seed (recorded).
+        trial_of: the trial of each verdict, for a run of several trials: every figure then pools the trials (a
+            task run k times counts k times), the bootstrap draws a session with all its trials, and the listed
+            sessions read ``<session id>@<trial>`` (harness errors carry a ``trial`` key).
     """
+    trial_at = dict(zip(map(id, verdicts), trial_of, strict=True)) if trial_of is not None else {}
+
+    def named(v: SessionVerdict) -> str:
+        return f"{v.session_id}@{trial_at[id(v)]}" if trial_at else v.session_id
+
     scored = scored_verdicts(verdicts, count_provider_errors=count_provider_errors)
     total = {"task": _leaf(), "session": _leaf()}
     types = {
@@ -170,13 +197,15 @@ def compute_metrics(
     extensions: dict[str, Any] = {
         "mode": mode.value,
         "sessions_scored": len(scored),
-        "provider_error_sessions": [v.session_id for v in verdicts if v.provider_error],
+        "provider_error_sessions": [named(v) for v in verdicts if v.provider_error],
         "provider_errors_counted": count_provider_errors,
         "harness_error_sessions": [
-            {"session_id": v.session_id, "error": v.harness_error} for v in verdicts if v.harness_error is not None
+            {"session_id": v.session_id, "error": v.harness_error, **({"trial": trial_at[id(v)]} if trial_at else {})}
+            for v in verdicts
+            if v.harness_error is not None
         ],
         "figures_complete": not any(v.harness_error is not None for v in verdicts),
-        "inference_error_sessions": [v.session_id for v in verdicts if v.inference_error and not v.excluded],
+        "inference_error_sessions": [named(v) for v in verdicts if v.inference_error and not v.excluded],
         "model_failures": {"tasks": sum(failures.values()), "by_kind": dict(sorted(failures.items()))},
         "context_truncation": truncated,
         "transition_info": {
@@ -198,9 +227,10 @@ def compute_metrics(
             "redundant_writes": redundant,
         }
     if resamples > 0 and per_session:
-        extensions["confidence_intervals"] = bootstrap_accuracy(
-            per_session, resamples=resamples, seed=seed, ratios=ratios
-        )
+        units: list[tuple[int, ...]] = list(per_session)
+        if trial_at:
+            units, ratios = _by_session([v.session_id for v in scored], per_session, ratios)
+        extensions["confidence_intervals"] = bootstrap_accuracy(units, resamples=resamples, seed=seed, ratios=ratios)
     return Metrics(
         model_name=model_name,
         total_info=_finish(total),

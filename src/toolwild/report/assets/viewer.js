@@ -52,6 +52,8 @@
     if (!meta.figures_complete) notes.push(el("p", { cls: "warn", text: "Harness errors: the figures are incomplete." }));
     if (meta.excluded_sessions)
       notes.push(el("p", { cls: "warn", text: meta.excluded_sessions + " session(s) left out (provider or harness errors)." }));
+    if (meta.trials > 1)
+      notes.push(el("p", { cls: "dim", text: meta.trials + " trials per session: the figures pool every trial; the tasks below are trial 0's (toolwild show --trial T shows another)." }));
     return el("header", null, [
       el("h1", { text: meta.title }),
       badges,
@@ -76,6 +78,45 @@
         ]);
       })
     );
+  }
+
+  /* A trial run: pass^k and pass@k for k = 1..K over tasks and sessions, each with its 95% interval. */
+  function trialsTable(metrics) {
+    var trials = (metrics.extensions || {}).trials;
+    if (!trials) return null;
+    var ci = trials.confidence_intervals || {};
+    function cell(name, unit, k) {
+      var value = trials[name][unit][k];
+      var b = ((ci[name] || {})[unit] || {})[k];
+      return el("td", { "data-cell": name + "/" + unit + "/" + k }, [
+        pct(value),
+        b && value !== null ? el("span", { cls: "dim", text: " [" + pct(b.low) + ", " + pct(b.high) + "]" }) : null,
+      ]);
+    }
+    var head = el("tr", null, ["k", "pass^k tasks", "pass@k tasks", "pass^k sessions", "pass@k sessions"].map(function (h) {
+      return el("th", { text: h });
+    }));
+    var rows = [head];
+    for (var k = 1; k <= trials.k; k++) {
+      var key = String(k);
+      rows.push(el("tr", null, [
+        el("td", { text: key }),
+        cell("pass^k", "task", key),
+        cell("pass@k", "task", key),
+        cell("pass^k", "session", key),
+        cell("pass@k", "session", key),
+      ]));
+    }
+    var variance = trials.success_variance || {};
+    var vb = ci.success_variance;
+    var note = "Per-task success variance: " + (variance.value === null || variance.value === undefined ? "n/a" : variance.value.toFixed(4)) +
+      (vb ? " [" + vb.low.toFixed(4) + ", " + vb.high.toFixed(4) + "]" : "") + " (" + variance.definition + "; " + variance.tasks + " tasks). " +
+      trials.sessions + " sessions, " + trials.valid_runs + " valid runs; " + (trials.incomplete_sessions || []).length + " session(s) with lost trials.";
+    return el("section", { cls: "trials", id: "trials-table" }, [
+      el("h2", { text: "Trials: pass^k and pass@k (95% intervals, bootstrap over sessions)" }),
+      el("table", null, rows),
+      el("p", { cls: "dim", text: note }),
+    ]);
   }
 
   function charts(figures) {
@@ -326,6 +367,8 @@
     app.textContent = "";
     app.appendChild(header(meta));
     app.appendChild(headline(data("headline")));
+    var trials = trialsTable(data("metrics"));
+    if (trials) app.appendChild(trials);
     app.appendChild(charts(figures));
     var viewer = new Viewer(data("tasks"));
     app.appendChild(viewer.element());
