@@ -73,3 +73,21 @@ def local_ray():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def rl_ledger_suite():
+    """The built-in ledger suite, 8 sessions (the RL environment's tests)."""
+    from toolwild.synth.providers.ledger import build_ledger_suite
+
+    return build_ledger_suite(8)
+
+
+@pytest.fixture(scope="session")
+def rl_inventory_suite():
+    """What ``toolwild synth sessions --env inventory --n 16`` writes (the RL environment's tests)."""
+    import asyncio
+
+    from toolwild.synth.sessions import SessionsConfig, load_handle, synth_sessions
+
+    return asyncio.run(synth_sessions([load_handle("inventory")], SessionsConfig(n_sessions=16))).suite

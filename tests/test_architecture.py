@@ -9,7 +9,7 @@ import toolwild
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "toolwild"
 # lower index = lower layer; a module may import from its own layer or any lower one
-LAYERS = ["errors", "core", "llm", "envs", "run", "synth", "eval", "report", "export", "serve", "cli"]
+LAYERS = ["errors", "core", "llm", "envs", "run", "synth", "eval", "rl", "report", "export", "serve", "cli"]
 
 
 def _layer(module: str) -> int | None:

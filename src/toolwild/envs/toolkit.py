@@ -33,6 +33,10 @@ def _is_number_schema(schema: Any) -> bool:
     return any(_is_number_schema(sub) for sub in schema.get("anyOf", []))
 
 
+_SPECS: dict[type, list[Tool]] = {}
+"""Each toolkit class's tools, built once (see :meth:`Toolkit.tool_specs`)."""
+
+
 class ToolFailure(Exception):
     """Raised by a tool to answer with a typed error."""
 
@@ -109,7 +113,18 @@ class Toolkit(Episode):
 
     @classmethod
     def tool_specs(cls) -> list[Tool]:
-        """The tools of this toolkit (schema from signatures, descriptions from docstrings)."""
+        """The tools of this toolkit (schema from signatures, descriptions from docstrings).
+
+        Built once per class (pydantic's schema generation costs ~13 ms a toolkit, and scoring asks for the tools
+        of every task); each caller gets its own deep copy, so no caller can change another's tools.
+        """
+        cached = _SPECS.get(cls)
+        if cached is None:
+            cached = _SPECS[cls] = cls._build_tool_specs()
+        return [t.model_copy(deep=True) for t in cached]
+
+    @classmethod
+    def _build_tool_specs(cls) -> list[Tool]:
         specs = []
         for name, fn in sorted(cls._tool_methods.items()):
             description, arg_docs = _parse_docstring(fn.__doc__ or "")

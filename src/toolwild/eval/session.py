@@ -46,7 +46,7 @@ from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.scoring.session import api_parameters
 from toolwild.eval.scoring.task import TaskJudge
 
-__all__ = ["HistoryMode", "environment_seed", "gold_history", "gold_task_messages", "run_session"]
+__all__ = ["HistoryMode", "SessionLoop", "environment_seed", "gold_history", "gold_task_messages", "run_session"]
 
 T = TypeVar("T")
 
@@ -178,7 +178,7 @@ async def run_session(
         if environment is not None and history is HistoryMode.FREE:
             episode = _harness_guard("environment reset", lambda: environment.reset(seed=environment_seed(session)))
         write_tools = {t.name for t in environment.tools if t.effect is Effect.WRITE} if environment else set()
-        run = _SessionRun(session, agent, history, scoring_mode, max_steps_per_task, episode, write_tools)
+        run = SessionLoop(session, agent, history, scoring_mode, max_steps_per_task, episode, write_tools)
         started = time.monotonic()
         try:
             async with asyncio.timeout(time_limit_s):
@@ -221,8 +221,9 @@ def _model_failure(exc: Exception) -> TaskFailure:
     return TaskFailure(kind=kind, message=f"{type(exc).__name__}: {text}"[:2000])
 
 
-class _SessionRun:
-    """The tasks of one session as they run: kept on the object so that a time limit can close them where they are."""
+class SessionLoop:
+    """The tasks of one session as they run: kept on the object so that a time limit can close them where they are,
+    and so that a caller stepping through a session (:mod:`toolwild.rl`) can read each task's record as it ends."""
 
     def __init__(
         self,
