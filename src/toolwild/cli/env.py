@@ -19,7 +19,7 @@ from rich.table import Table
 from toolwild.cli._common import console, handled_errors, make_llm, run_async
 from toolwild.core.environment import BackendKind
 from toolwild.envs.base import EnvironmentBackend, Episode, Observation
-from toolwild.envs.registry import ENVIRONMENTS, describe_environment, get_environment
+from toolwild.envs.registry import ENVIRONMENTS, describe_environment, get_environment, ledger_backend
 from toolwild.errors import ConfigError, ToolwildError
 from toolwild.llm.client import LLM
 from toolwild.llm.registry import describe_backends
@@ -36,6 +36,15 @@ ModelOption = Annotated[
 ]
 BaseUrlOption = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")]
 CacheOption = Annotated[Path | None, typer.Option(help="SQLite file caching the simulator's answers.")]
+LedgerOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--ledger",
+        dir_okay=False,
+        help="With ENV ledger: your own Beancount file. Episodes start from a copy of it (and of its includes); "
+        "your file is never written.",
+    ),
+]
 
 
 MAX_LINE = 1_000_000
@@ -60,8 +69,24 @@ def _show(observation: Observation) -> None:
     console.print_json(observation.model_dump_json(exclude_none=True))
 
 
-def _open(env: str, model: str, base_url: str | None, cache: Path | None) -> tuple[EnvironmentBackend, LLM | None]:
+def own_ledger(env: str, ledger: Path | None, *, write_through: bool = False) -> EnvironmentBackend | None:
+    """The ledger environment on the user's own books when ``--ledger`` is given (only with ENV ``ledger``)."""
+    if ledger is None:
+        if write_through:
+            raise ConfigError("--write-through needs --ledger FILE: it writes your own books")
+        return None
+    if env != "ledger":
+        raise ConfigError(f"--ledger works with the ledger environment only, not {env!r}")
+    return ledger_backend(ledger, write_through=write_through)
+
+
+def open_environment(
+    env: str, model: str, base_url: str | None, cache: Path | None, ledger: Path | None = None
+) -> tuple[EnvironmentBackend, LLM | None]:
     """The environment and, when it needs one, its simulator (built only then: loading a model takes time)."""
+    books = own_ledger(env, ledger)
+    if books is not None:
+        return books, None
     description = describe_environment(env)
     if description is None or description.backend is not BackendKind.LLM:
         return get_environment(env), None
@@ -76,12 +101,13 @@ async def _close(episode: Episode, llm: LLM | None) -> None:
 
 
 @env_app.command("tools")
-def tools(env: EnvArgument) -> None:
+def tools(env: EnvArgument, ledger: LedgerOption = None) -> None:
     """List an environment's tools with their effect and parameters."""
     from toolwild.envs.registry import environment_tools
 
     with handled_errors():
-        specs = environment_tools(env)
+        books = own_ledger(env, ledger)  # loads the file: a ledger that does not load is named here
+        specs = books.tools if books is not None else environment_tools(env)
     table = Table(title=f"{env} tools", title_justify="left")
     table.add_column("tool", style="bold")
     table.add_column("effect")
@@ -104,11 +130,12 @@ def call(
     model: ModelOption = "local",
     base_url: BaseUrlOption = None,
     cache: CacheOption = None,
+    ledger: LedgerOption = None,
 ) -> None:
     """Make one call on a fresh episode and print the observation (exit 1 when the tool answers with an error)."""
     with handled_errors():
         arguments = _parse_args(args)
-        backend, llm = _open(env, model, base_url, cache)
+        backend, llm = open_environment(env, model, base_url, cache, ledger)
         episode = backend.reset(seed=seed)
 
         async def once() -> Observation:
@@ -200,12 +227,14 @@ def shell(
     model: ModelOption = "local",
     base_url: BaseUrlOption = None,
     cache: CacheOption = None,
+    ledger: LedgerOption = None,
 ) -> None:
     """An interactive loop on one episode: `TOOL {json args}`, `state`, `quit`."""
     with handled_errors():
-        backend, llm = _open(env, model, base_url, cache)
+        backend, llm = open_environment(env, model, base_url, cache, ledger)
         episode = backend.reset(seed=seed)
-    console.print(escape(f"{env} (seed {seed}); tools: {', '.join(t.name for t in backend.tools)}"))
+    where = f"a copy of {ledger}; your file is not written" if ledger is not None else f"seed {seed}"
+    console.print(escape(f"{env} ({where}); tools: {', '.join(t.name for t in backend.tools)}"))
     console.print('type: TOOL {"arg": value} · state · quit')
     with _event_loop() as runner:
         try:

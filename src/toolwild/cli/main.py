@@ -16,6 +16,7 @@ from toolwild.cli.importer import import_app
 from toolwild.cli.model import model_app
 from toolwild.cli.report import report
 from toolwild.cli.score import score
+from toolwild.cli.serve import serve_app
 from toolwild.cli.show import show
 from toolwild.cli.suite import suite_app
 from toolwild.cli.synth import synth_app
@@ -59,9 +60,10 @@ app.add_typer(env_app, name="env")
 app.add_typer(suite_app, name="suite")
 app.add_typer(synth_app, name="synth")
 app.add_typer(audit_app, name="audit")
+app.add_typer(serve_app, name="serve")
 
 app.add_typer(
-    import_app, name="import", help="Import tools and environments from other formats (SynthTools, WildToolBench)."
+    import_app, name="import", help="Import tools and environments from other formats (SynthTools, WildToolBench, MCP servers)."
 )
 
 
