@@ -31,6 +31,14 @@ def ledger(
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run (see `synth sessions`).")] = False,
     executor: Annotated[str, typer.Option(help="`local` or `ray` (see `synth sessions`).")] = "local",
     ray_address: Annotated[str | None, typer.Option(help="The Ray cluster (see `synth sessions`).")] = None,
+    ledger: Annotated[
+        Path | None,
+        typer.Option(
+            "--ledger",
+            dir_okay=False,
+            help="Make the sessions on your own Beancount file instead of generated ledgers (see `synth sessions`).",
+        ),
+    ] = None,
 ) -> None:
     """Generate the Beancount ledger suite (gold calls replayed on real ledgers) and write it.
 
@@ -48,4 +56,5 @@ def ledger(
         resume=resume,
         executor=executor,
         ray_address=ray_address,
+        ledger=ledger,
     )

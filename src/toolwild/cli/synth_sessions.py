@@ -113,6 +113,15 @@ def sessions(
             "ledger does; the tool graph otherwise) or `graph` (the tool graph everywhere)."
         ),
     ] = "auto",
+    ledger: Annotated[
+        Path | None,
+        typer.Option(
+            "--ledger",
+            dir_okay=False,
+            help="With --env ledger: make the ledger's sessions on your own Beancount file (its accounts, payees, "
+            "amounts, dates). A snapshot is kept beside OUT (OUT's name + .ledger/); your file is never written.",
+        ),
+    ] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Sessions made at once.")] = 32,
     resume: Annotated[
         bool,
@@ -162,6 +171,7 @@ def sessions(
         if like_published and transitions is not None:
             raise ConfigError("--like-published fixes every session's pattern: leave out --transitions")
         refs = _environment_refs(env)
+        ledger_file, ledger_ref = _own_ledger(ledger, refs, builder, out, resume=resume)
         cache_path = cache or out.with_name(out.name + ".cache.sqlite")
         log_path = out.with_name(out.name + ".progress.jsonl")
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -177,6 +187,8 @@ def sessions(
             distractors=distractors,
             concurrency=concurrency,
             id_prefix=out.stem,  # the suite's name when loaded (core.formats.wtb.load_wtb_suite)
+            ledger=ledger_file,
+            ledger_ref=ledger_ref,
         )
         spec = SessionSpec(
             refs=refs,
@@ -312,6 +324,43 @@ def sessions(
         raise typer.Exit(EXIT_PROVIDER_ERRORS)
 
 
+def _own_ledger(
+    ledger: Path | None, refs: list[str], builder: str, out: Path, *, resume: bool
+) -> tuple[str | None, str | None]:
+    """Snapshot the user's ledger beside the suite (OUT's name + ``.ledger/``) for ``--ledger``: the sessions are
+    made and later evaluated on that copy, so editing your books afterwards never invalidates the suite, and the
+    suite travels with what it needs. Returns (the snapshot's main file, how the sessions name it)."""
+    if ledger is None:
+        return None, None
+    import os
+    import shutil
+
+    from toolwild.envs.domains.ledger import copy_ledger_tree
+    from toolwild.envs.registry import file_sha256, ledger_backend
+
+    if "ledger" not in refs:
+        raise ConfigError("--ledger needs --env ledger")
+    if builder == "graph":
+        raise ConfigError("--ledger works with the ledger's scenario templates: leave out --builder graph")
+    ledger_backend(ledger)  # a ledger that does not load is named before anything is written
+    folder = out.with_name(out.stem + ".ledger")
+    fresh = out.with_name(out.stem + ".ledger.new")
+    shutil.rmtree(fresh, ignore_errors=True)
+    main = folder / copy_ledger_tree(ledger, fresh).relative_to(fresh)
+    if resume and folder.is_dir():
+        if not main.is_file() or file_sha256(main) != file_sha256(fresh / main.relative_to(folder)):
+            shutil.rmtree(fresh, ignore_errors=True)
+            raise ConfigError(
+                f"--resume: {ledger} changed since the killed run (its snapshot is {folder}); start again without "
+                "--resume"
+            )
+        shutil.rmtree(fresh)
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
+        fresh.rename(folder)
+    return str(main.resolve()), os.path.relpath(main.resolve(), out.parent.resolve())
+
+
 def _identity(refs, config, builder, writer, simulator, verify) -> dict:
     """What this run is (its unit log refuses another run's): environments (files by content), knobs, models."""
     import hashlib
@@ -322,6 +371,8 @@ def _identity(refs, config, builder, writer, simulator, verify) -> dict:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else None
         envs.append({"ref": ref, "sha256": digest} if digest else {"ref": ref})
     knobs = {k: v for k, v in vars(config).items() if k != "concurrency"}
+    if config.ledger:
+        knobs["ledger_sha256"] = hashlib.sha256(Path(config.ledger).read_bytes()).hexdigest()
     return {
         "environments": envs,
         **knobs,

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from pathlib import Path
 from typing import Any
 
 from toolwild.core.environment import BackendKind
@@ -80,6 +81,11 @@ class SessionsConfig:
     id_prefix: str = "synth"
     """Session ``i`` is ``<id_prefix>_<i>`` (the suite's name): generated sessions never take the published ids
     ``wild_tool_bench_<i>``, so they cannot be mistaken for published ones."""
+    ledger: str | None = None
+    """The ledger's sessions start from this Beancount file (a user's own books, snapshotted beside the suite)
+    instead of a generated ledger per session."""
+    ledger_ref: str | None = None
+    """How the sessions name that file (relative to the suite's folder), so the suite can be evaluated anywhere."""
 
 
 class Unanswerable(Dropped):
@@ -346,7 +352,13 @@ def template_provider(ref: str, config: SessionsConfig, *, slot: int, slots: int
     from toolwild.synth.providers.ledger import LedgerTemplates
 
     return LedgerTemplates(
-        seed=config.seed, like_published=config.like_published, stride=slots, offset=slot, id_prefix=config.id_prefix
+        seed=config.seed,
+        like_published=config.like_published,
+        stride=slots,
+        offset=slot,
+        id_prefix=config.id_prefix,
+        ledger=Path(config.ledger) if config.ledger else None,
+        ledger_ref=config.ledger_ref,
     )
 
 

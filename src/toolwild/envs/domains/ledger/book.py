@@ -1,52 +1,146 @@
-"""Loading Beancount text: the parsed entries plus every error, as one immutable value.
+"""Loading a Beancount ledger: its files, the parsed entries, every error, and each transaction's address.
 
-Every write is validated by loading the *new* text in full (syntax, booking, account references, balance
+Every write is validated by loading the *new* ledger in full (syntax, booking, plugins, account references, balance
 assertions): a ledger that does not load cleanly is never written. Loading is the single place that knows how
 beancount reports problems, so error messages look the same whichever tool caused them.
+
+The loader is beancount's own sequence (parse every file, book, run the plugins, validate) with three differences
+a tool that writes a person's books needs:
+
+- a file's text can be *given* instead of read (``overrides``): a write to an included file is validated with the
+  whole ledger before anything touches the disk;
+- it never writes beancount's pickle cache (``loader.load_file`` drops a ``.picklecache`` beside a slow ledger);
+- problems name the file, the line and the construct: an unimportable plugin is ``plugin "foo.bar" could not be
+  imported (ModuleNotFoundError: ...)`` at the line of its directive, a missing include is ``include "x.beancount":
+  no such file`` at its line, never beancount's traceback text.
+
+Includes resolve against the folder of the file that includes them (a text without a file resolves them against
+the working directory, as beancount does), and globs are expanded in sorted order, so a copy of a ledger loads
+exactly like the original.
 """
 
 from __future__ import annotations
 
+import glob
+import os
+import re
+import sys
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from beancount import loader
 from beancount.core import data
+from beancount.ops import validation
+from beancount.parser import booking, parser
+from beancount.utils import encryption
 
-__all__ = ["ID_KEY", "LoadedLedger", "load_ledger"]
+from toolwild.envs.domains.ledger.address import ID_KEY, Addresses, Where, assign_addresses
+from toolwild.envs.domains.ledger.files import LedgerError, read_text
 
-ID_KEY = "id"
-"""The metadata key holding a transaction's stable id (``txn-0001``)."""
+__all__ = [
+    "ID_KEY",
+    "STRING_SOURCE",
+    "LedgerError",
+    "LoadedLedger",
+    "Problem",
+    "load_ledger",
+    "load_ledger_file",
+    "load_tree",
+    "parse_tree",
+]
+
+STRING_SOURCE = "<string>"
+"""The file name beancount gives a ledger loaded from text."""
+
+_PLUGIN_IMPORT = re.compile(r'^Error importing "([^"]+)":(.*)$', re.DOTALL)
+_PLUGIN_FAILED = re.compile(r'^Error applying plugin "([^"]+)":(.*)$', re.DOTALL)
+_DUPLICATE_FILE = re.compile(r'^Duplicate filename parsed: "([^"]+)"$')
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a ledger, located where beancount (or we) could locate it."""
+
+    message: str
+    file: str | None = None
+    line: int | None = None
+
+    def describe(self, *, main: str | None = None, root: str | None = None) -> str:
+        """``line 12: ...`` in the main file, ``FILE line 12: ...`` elsewhere (FILE relative to ``root``)."""
+        if self.file is None or self.file == STRING_SOURCE or (self.file == main and self.line):
+            return f"line {self.line}: {self.message}" if self.line else self.message
+        name = self.file
+        if root is not None and (name == root or name.startswith(root.rstrip(os.sep) + os.sep)):
+            name = os.path.relpath(name, root)
+        return f"{name} line {self.line}: {self.message}" if self.line else f"{name}: {self.message}"
 
 
 @dataclass(frozen=True)
 class LoadedLedger:
-    """Beancount text and what the loader made of it."""
+    """A ledger and what beancount made of it: entries, errors, options, its files and the written transactions."""
 
     text: str
+    """The main file's text."""
     entries: list[Any]
     errors: list[str]
     options: dict[str, Any]
+    main: str = STRING_SOURCE
+    """The main file's absolute path (``<string>`` for a ledger loaded from text)."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Every file the ledger is made of (absolute path -> text), the main file first."""
+    problems: list[Problem] = field(default_factory=list)
+    written: dict[Where, data.Transaction] = field(default_factory=dict, repr=False)
+    """Each transaction as written (amounts may be elided), by (file, line)."""
+    addresses: Addresses = field(default_factory=Addresses, repr=False)
+    auto_opened: frozenset[str] = frozenset()
+    """Accounts open in the ledger without an ``open`` directive in its files (a plugin such as ``auto_accounts``
+    opened them)."""
     _by_id: dict[str, data.Transaction] = field(default_factory=dict, repr=False)
 
     @property
     def ok(self) -> bool:
-        """True when the text loads with no errors at all."""
+        """True when the ledger loads with no errors at all."""
         return not self.errors
 
     @property
     def transactions(self) -> list[data.Transaction]:
-        """The transactions, in the loader's (date) order."""
+        """The booked transactions, in the loader's (date) order; each one's ``id`` metadata is its address."""
         return [e for e in self.entries if isinstance(e, data.Transaction)]
 
-    def transaction(self, txn_id: str) -> data.Transaction | None:
-        """The booked transaction with this id, or None."""
-        return self._by_id.get(txn_id)
+    def resolve(self, key: str) -> str | None:
+        """The address a tool argument names (an address, or a content address of a transaction with an id)."""
+        key = key.strip()
+        if key in self._by_id:
+            return key
+        alias = self.addresses.aliases().get(key)
+        return alias if alias in self._by_id else None
+
+    def transaction(self, key: str) -> data.Transaction | None:
+        """The booked transaction with this address (or content address), or None."""
+        address = self.resolve(key)
+        return self._by_id[address] if address is not None else None
 
     def transaction_ids(self) -> list[str]:
-        """Ids of all transactions that have one."""
+        """The address of every written transaction."""
         return list(self._by_id)
+
+    def written_ids(self) -> list[str]:
+        """Every ``id`` metadata value written in the ledger's files (ours and the user's)."""
+        return [t.meta[ID_KEY] for t in self.written.values() if isinstance(t.meta.get(ID_KEY), str)]
+
+    def where(self, address: str) -> Where | None:
+        """The file and line where the transaction with this address is written."""
+        txn = self._by_id.get(address)
+        if txn is None:
+            return None
+        return (str(txn.meta["filename"]), int(txn.meta["lineno"]))
+
+    def address_at(self, file: str, line: int) -> str | None:
+        """The address of the transaction written at this file and line, if one is."""
+        return self.addresses.primary.get((file, line))
 
     def open_accounts(self) -> dict[str, data.Open]:
         """Account name -> its ``open`` directive, for accounts not closed."""
@@ -62,29 +156,224 @@ class LoadedLedger:
         currencies = self.options.get("operating_currency") or ["USD"]
         return str(currencies[0])
 
+    @property
+    def root(self) -> str | None:
+        """The main file's folder (None for a ledger loaded from text)."""
+        return os.path.dirname(self.main) if self.main != STRING_SOURCE else None
 
-def _describe(error: Any) -> str:
+
+# ---------------------------------------------------------------------------------------------------- parsing
+@dataclass
+class ParsedTree:
+    """What parsing a ledger's files gives, before booking."""
+
+    entries: list[Any]
+    problems: list[Problem]
+    options: dict[str, Any]
+    files: dict[str, str]
+    errors: list[Any]
+    """beancount's own parse errors (booking and plugins take them as they come)."""
+
+
+def _line_of(text: str, directive: str, value: str) -> int | None:
+    """The 1-based line of ``directive "value"`` in ``text`` (e.g. ``plugin "foo.bar"``), if written there."""
+    pattern = re.compile(rf'^{directive}[ \t]+"{re.escape(value)}"', re.MULTILINE)
+    match = pattern.search(text)
+    return text.count("\n", 0, match.start()) + 1 if match else None
+
+
+def _locate(files: Mapping[str, str], directive: str, value: str) -> tuple[str | None, int | None]:
+    for name, text in files.items():
+        line = _line_of(text, directive, value)
+        if line is not None:
+            return name, line
+    return None, None
+
+
+def parse_tree(main: str, main_text: str | None, *, cwd: str, overrides: Mapping[str, str] | None = None) -> ParsedTree:
+    """Parse a ledger's main file and everything it includes, recursively (no booking, no plugins).
+
+    Args:
+        main: the main file's absolute path, or ``<string>`` for a text.
+        main_text: the main file's text (None: read it).
+        cwd: where the main file's relative includes resolve (its folder; the working directory for a text).
+        overrides: texts to use instead of reading these files (absolute paths).
+
+    Raises:
+        LedgerError: a file that cannot be read or is not UTF-8.
+    """
+    overrides = overrides or {}
+    stack: list[tuple[str, str | None]] = [(main, main_text)]
+    seen: set[str] = set()
+    files: dict[str, str] = {}
+    entries: list[Any] = []
+    errors: list[Any] = []
+    problems: list[Problem] = []
+    options: dict[str, Any] | None = None
+    others: list[dict[str, Any]] = []
+    while stack:
+        name, text = stack.pop(0)
+        if name != STRING_SOURCE:
+            if name in seen:
+                problems.append(Problem(f'file "{name}" is included more than once'))
+                continue
+            seen.add(name)
+            if encryption.is_encrypted_file(name):
+                problems.append(Problem("encrypted ledgers (.gpg, .asc) are not supported", file=name))
+                continue
+            if text is None:
+                text = overrides[name] if name in overrides else read_text(Path(name))
+        assert text is not None
+        files[name] = text
+        parsed, parse_errors, file_options = parser.parse_string(text, report_filename=name)
+        entries.extend(parsed)
+        errors.extend(parse_errors)
+        if options is None:
+            options = file_options
+        else:
+            others.append(file_options)
+        here = cwd if name == STRING_SOURCE else os.path.dirname(name)
+        for pattern in file_options["include"]:
+            search = pattern if os.path.isabs(pattern) else os.path.join(here, pattern)
+            matched = sorted(glob.glob(search, recursive=True))
+            if not matched:
+                line = _line_of(text, "include", pattern)
+                problems.append(Problem(f'include "{pattern}": no such file ({search})', file=name, line=line))
+            stack.extend((os.path.normpath(m if os.path.isabs(m) else os.path.join(here, m)), None) for m in matched)
+    if options is None:  # pragma: no cover - the main source is always parsed
+        raise LedgerError(f"{main}: nothing to parse")
+    options["include"] = sorted(seen)
+    options = loader.aggregate_options_map(options, others)
+    return ParsedTree(entries=entries, problems=problems, options=options, files=files, errors=errors)
+
+
+# ---------------------------------------------------------------------------------------------------- errors
+def _last_line(traceback_text: str) -> str:
+    lines = [line.strip() for line in traceback_text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no detail"
+
+
+def _problem(error: Any, files: Mapping[str, str]) -> Problem:
+    """A beancount error as a one-line problem at a file and line; a plugin's traceback becomes its last line."""
     source = getattr(error, "source", None) or {}
+    file = source.get("filename") if isinstance(source, dict) else None
     line = source.get("lineno") if isinstance(source, dict) else None
     message = str(getattr(error, "message", error)).strip()
-    return f"line {line}: {message}" if line else message
+    for pattern, what in ((_PLUGIN_IMPORT, "could not be imported"), (_PLUGIN_FAILED, "failed")):
+        match = pattern.match(message)
+        if match:
+            file, line = _locate(files, "plugin", match.group(1))
+            return Problem(f'plugin "{match.group(1)}" {what} ({_last_line(match.group(2))})', file=file, line=line)
+    match = _DUPLICATE_FILE.match(message)
+    if match:
+        return Problem(f'file "{match.group(1)}" is included more than once')
+    if file == "<load>" or not isinstance(file, str):
+        file, line = None, None
+    return Problem(re.sub(r"\s*\n\s*", " ", message), file=file, line=line if isinstance(line, int) and line else None)
+
+
+# ---------------------------------------------------------------------------------------------------- loading
+def _book_and_check(tree: ParsedTree) -> tuple[list[Any], list[Any]]:
+    """beancount's loader after parsing: sort, book, run the plugins, validate."""
+    entries = sorted(tree.entries, key=data.entry_sortkey)
+    entries, booking_errors = booking.book(entries, tree.options)
+    errors = [*tree.errors, *booking_errors]
+    pythonpath = tree.options.get("pythonpath") or []
+    saved = list(sys.path)
+    try:
+        if pythonpath:
+            sys.path[0:0] = pythonpath
+        entries, errors = loader.run_transformations(entries, errors, tree.options, None)
+    finally:
+        if pythonpath:
+            sys.path[:] = saved
+    errors.extend(validation.validate(entries, tree.options, None, None))
+    return entries, errors
+
+
+def _with_addresses(entries: list[Any], addresses: Addresses) -> tuple[list[Any], dict[str, data.Transaction]]:
+    """Stamp each booked transaction with its address as ``id`` metadata (what the tools and BQL's
+    ``entry_meta('id')`` show). A transaction a plugin made from another one (same file and line) is not addressed:
+    only what is written can be edited."""
+    keys = Counter((e.meta.get("filename"), e.meta.get("lineno")) for e in entries if isinstance(e, data.Transaction))
+    by_id: dict[str, data.Transaction] = {}
+    out = list(entries)
+    for i, entry in enumerate(out):
+        if not isinstance(entry, data.Transaction):
+            continue
+        key = (entry.meta.get("filename"), entry.meta.get("lineno"))
+        address = addresses.primary.get(key)  # type: ignore[arg-type]
+        if address is None or keys[key] != 1:
+            continue
+        if entry.meta.get(ID_KEY) != address:
+            entry = entry._replace(meta={**entry.meta, ID_KEY: address})
+            out[i] = entry
+        by_id[address] = entry
+    return out, by_id
+
+
+def _load(main: str, main_text: str | None, *, cwd: str, overrides: Mapping[str, str] | None) -> LoadedLedger:
+    tree = parse_tree(main, main_text, cwd=cwd, overrides=overrides)
+    written_list = [e for e in tree.entries if isinstance(e, data.Transaction)]
+    written_open = {e.account for e in tree.entries if isinstance(e, data.Open)}
+    addresses = assign_addresses(written_list)
+    entries, errors = _book_and_check(tree)
+    entries, by_id = _with_addresses(entries, addresses)
+    problems = [*tree.problems, *(_problem(e, tree.files) for e in errors)]
+    opened = {e.account for e in entries if isinstance(e, data.Open)}
+    root = os.path.dirname(main) if main != STRING_SOURCE else None
+    return LoadedLedger(
+        text=tree.files[main],
+        entries=entries,
+        errors=[p.describe(main=main, root=root) for p in problems],
+        options=dict(tree.options),
+        main=main,
+        files=tree.files,
+        problems=problems,
+        written={(str(t.meta["filename"]), int(t.meta["lineno"])): t for t in written_list},
+        addresses=addresses,
+        auto_opened=frozenset(opened - written_open),
+        _by_id=by_id,
+    )
 
 
 def load_ledger(text: str) -> LoadedLedger:
-    """Parse, book and validate ``text`` with beancount; ids must be unique on top of beancount's own checks.
+    """Load a ledger given as text (``include``s resolve against the working directory, as in beancount).
 
     Args:
         text: the whole ledger file.
     """
-    entries, errors, options = loader.load_string(text)
-    problems = [_describe(e) for e in errors]
-    by_id: dict[str, data.Transaction] = {}
-    counts: Counter[str] = Counter()
-    for entry in entries:
-        if isinstance(entry, data.Transaction):
-            value = entry.meta.get(ID_KEY)
-            if isinstance(value, str):
-                counts[value] += 1
-                by_id.setdefault(value, entry)
-    problems.extend(f"transaction id {tid!r} is used {n} times" for tid, n in sorted(counts.items()) if n > 1)
-    return LoadedLedger(text=text, entries=list(entries), errors=problems, options=dict(options), _by_id=by_id)
+    return _load(STRING_SOURCE, text, cwd=os.getcwd(), overrides=None)
+
+
+def load_tree(main: Path, overrides: Mapping[str, str] | None = None) -> LoadedLedger:
+    """Load the ledger whose main file is ``main``, reading its files (or the given ``overrides``) as they are now.
+
+    Problems with the ledger are in the result's ``errors``; only an unreadable file raises.
+
+    Raises:
+        LedgerError: a file that cannot be read or is not UTF-8.
+    """
+    name = os.path.normpath(os.path.abspath(main))
+    return _load(name, overrides.get(name) if overrides else None, cwd=os.path.dirname(name), overrides=overrides)
+
+
+def load_ledger_file(path: Path) -> LoadedLedger:
+    """Load a user's ledger file and the files it includes; it must load cleanly.
+
+    Raises:
+        LedgerError: (a ``ConfigError``) naming the file, the line and the construct of every problem (at most 5
+            shown), e.g. ``books.beancount line 3: plugin "foo.bar" could not be imported (ModuleNotFoundError:
+            No module named 'foo')``.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise LedgerError(f"ledger {path}: no such file")
+    loaded = load_tree(path)
+    if not loaded.ok:
+        shown = [p.describe(root=loaded.root) for p in loaded.problems[:5]]
+        more = f"; and {len(loaded.problems) - 5} more" if len(loaded.problems) > 5 else ""
+        raise LedgerError(
+            f"ledger {path} does not load cleanly ({len(loaded.problems)} error(s)): " + "; ".join(shown) + more
+        )
+    return loaded

@@ -12,19 +12,11 @@ from typing import Any
 
 from beancount.core import data
 
-from toolwild.envs.domains.ledger.book import ID_KEY, load_ledger
+from toolwild.envs.domains.ledger.address import ID_KEY
+from toolwild.envs.domains.ledger.book import load_ledger
+from toolwild.envs.domains.ledger.money import format_number
 
 __all__ = ["canonical_ledger", "canonical_transaction", "canonical_transactions", "format_number"]
-
-_CENT = Decimal("0.01")
-
-
-def format_number(number: Decimal) -> str:
-    """A decimal as a string with (at least) two decimals: ``42.1`` -> ``"42.10"``, ``-3`` -> ``"-3.00"``."""
-    exponent = number.as_tuple().exponent
-    if isinstance(exponent, int) and exponent >= -2:
-        return f"{number.quantize(_CENT):f}"
-    return f"{number.normalize():f}"
 
 
 def _amount(value: Any) -> str | None:

@@ -1,20 +1,31 @@
-"""Text surgery on a Beancount file: find a transaction's lines by id, replace, remove or append one.
+"""Text surgery on a Beancount file: change one transaction in place, remove one, or append one.
 
-Edits work on the *raw* parse (before booking), so an edit rewrites only the lines of the one transaction it
-touches and leaves every other byte of the file as the user wrote it. Rendering uses beancount's own printer,
-which escapes strings, so user text (payees, narrations) can never break out of its quotes into new directives.
+A person's books are a text they wrote: comments, alignment, posting metadata, line endings. An edit therefore
+changes only the tokens it must: an amount change rewrites the number on the posting lines concerned (the end of the
+number stays in its column when the spacing allows), a new category rewrites the account on one posting line, a new
+date or payee rewrites only that token of the header line. Every other byte of the file is kept.
+
+Each in-place edit is checked by parsing the edited file again: the transaction must read back exactly as intended
+and the file must hold the same number of entries. When a change cannot be made in place (a layout the surgery does
+not recognise), the transaction is re-rendered by beancount's own printer instead. Strings are escaped the way the
+printer escapes them, so user text (payees) can never break out of its quotes into new directives.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
 
 from beancount.core import data
 from beancount.parser import parser, printer
+from beancount.utils.misc_utils import escape_string
 
-from toolwild.envs.domains.ledger.book import ID_KEY
+from toolwild.envs.domains.ledger.money import format_number
 
-__all__ = ["RawTransaction", "append_block", "find_raw", "remove_block", "render", "replace_block"]
+__all__ = ["RawTransaction", "append_block", "raw_at", "remove_block", "render", "replace_block", "rewrite"]
 
 
 @dataclass(frozen=True)
@@ -27,30 +38,21 @@ class RawTransaction:
     """One past the last line of the transaction."""
 
 
-def _span(lines: list[str], entry: data.Transaction) -> tuple[int, int]:
+def raw_at(text: str, entry: data.Transaction) -> RawTransaction:
+    """The span of ``text`` that holds ``entry`` (parsed from that text): its header, metadata, postings, and the
+    indented metadata and comment lines that follow its last posting."""
+    lines = text.splitlines(keepends=True)
     start = int(entry.meta["lineno"]) - 1
     last = max([start, *(int(p.meta["lineno"]) - 1 for p in entry.postings if p.meta and "lineno" in p.meta)])
     end = last + 1
-    # Posting metadata and indented comments follow their posting on indented, non-blank lines.
     while end < len(lines) and lines[end].strip() and lines[end][:1] in (" ", "\t"):
         end += 1
-    return start, end
+    return RawTransaction(entry=entry, start=start, end=end)
 
 
-def find_raw(text: str, txn_id: str) -> RawTransaction | None:
-    """The written form of the transaction whose ``id`` metadata is ``txn_id``, or None."""
-    entries, _errors, _options = parser.parse_string(text)
-    lines = text.splitlines(keepends=True)
-    for entry in entries:
-        if isinstance(entry, data.Transaction) and entry.meta.get(ID_KEY) == txn_id:
-            start, end = _span(lines, entry)
-            return RawTransaction(entry=entry, start=start, end=end)
-    return None
-
-
-def render(entry: data.Transaction) -> str:
-    """Beancount syntax for one transaction (ends with a newline, no blank line after)."""
-    return printer.format_entry(entry).rstrip("\n") + "\n"
+def render(entry: data.Transaction, newline: str = "\n") -> str:
+    """Beancount syntax for one transaction (ends with a line break, no blank line after)."""
+    return (printer.format_entry(entry).rstrip("\n") + "\n").replace("\n", newline)
 
 
 def replace_block(text: str, raw: RawTransaction, block: str) -> str:
@@ -75,11 +77,154 @@ def remove_block(text: str, raw: RawTransaction) -> str:
     return "".join([*lines[:start], *lines[end:]])
 
 
-def append_block(text: str, block: str) -> str:
-    """``text`` with ``block`` added at the end, separated by one blank line."""
+def append_block(text: str, block: str, newline: str = "\n") -> tuple[str, int]:
+    """``text`` with ``block`` added at the end, separated by one blank line; and the 1-based line it starts on."""
     if not text:
-        return block
-    body = text if text.endswith("\n") else text + "\n"
-    if not body.endswith("\n\n"):
-        body += "\n"
-    return body + block
+        return block, 1
+    body = text if text.endswith("\n") else text + newline
+    if not body.endswith(("\n\n", "\n\r\n")):
+        body += newline
+    return body + block, body.count("\n") + 1
+
+
+# ---------------------------------------------------------------------------------------------------- in place
+_LEAD = r"^(?P<lead>[ \t]+(?:[!&#?%*PSTCURM][ \t]+)?)"
+_HEADER = re.compile(r"^(?P<date>\d{4}(?P<sep>[-/])\d{2}[-/]\d{2})(?P<ws>[ \t]+)(?P<flag>txn|[^\s\"]+)")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_ACCOUNT_END = r"(?=[ \t;]|\r?\n|$)"
+
+
+def _posting_line(line: str, account: str) -> re.Match[str] | None:
+    return re.match(_LEAD + "(?P<account>" + re.escape(account) + ")" + _ACCOUNT_END, line)
+
+
+def _number_text(like: str, number: Decimal) -> str:
+    """``number`` written like ``like`` was: with thousands separators if it had them, at least two decimals."""
+    return f"{number:,.2f}" if "," in like else format_number(number)
+
+
+def _regap(gap: str, delta: int) -> str:
+    """Spacing that keeps what follows in its column after the text before it grew by ``delta`` characters,
+    never narrower than two spaces (or the one space there was); tabs are left alone."""
+    if "\t" in gap:
+        return gap
+    return " " * max(len(gap) - delta, min(2, len(gap)))
+
+
+def _patch_number(line: str, account: str, currency: str, number: Decimal) -> str | None:
+    posting = _posting_line(line, account)
+    if posting is None:
+        return None
+    rest = line[posting.end() :]
+    found = re.match(
+        r"(?P<gap>[ \t]+)(?P<num>[^;{@\r\n\"]*?[0-9)])(?P<gap2>[ \t]*)" + re.escape(currency) + r"(?![A-Za-z0-9'._-])",
+        rest,
+    )
+    if found is None:
+        return None
+    new = _number_text(found.group("num"), number)
+    gap = _regap(found.group("gap"), len(new) - len(found.group("num")))
+    return line[: posting.end()] + gap + new + rest[found.end("num") :]
+
+
+def _patch_account(line: str, old: str, new: str) -> str | None:
+    posting = _posting_line(line, old)
+    if posting is None:
+        return None
+    rest = line[posting.end() :]
+    gap = re.match(r"[ \t]+", rest)
+    if gap is not None and rest[gap.end() :].strip() and not rest[gap.end() :].lstrip().startswith(";"):
+        rest = _regap(gap.group(), len(new) - len(old)) + rest[gap.end() :]  # keep the amount's column
+    return line[: posting.start("account")] + new + rest
+
+
+def _patch_header(line: str, date: dt.date | None, payee: str | None) -> str | None:
+    header = _HEADER.match(line)
+    if header is None:
+        return None
+    if date is not None:
+        sep = header.group("sep")
+        line = date.strftime(f"%Y{sep}%m{sep}%d") + line[header.end("date") :]
+    if payee is None:
+        return line
+    pos, strings = header.end("flag"), []
+    while True:
+        blank = re.match(r"[ \t]+", line[pos:])
+        at = pos + (blank.end() if blank else 0)
+        found = _STRING.match(line, at)
+        if found is None:
+            break
+        strings.append(found)
+        pos = found.end()
+    quoted = f'"{escape_string(payee)}"'
+    if len(strings) >= 2:
+        return line[: strings[0].start()] + quoted + line[strings[0].end() :]
+    if len(strings) == 1:  # only a narration: the payee goes before it
+        return line[: strings[0].start()] + quoted + " " + line[strings[0].start() :]
+    return None
+
+
+def _essence(entry: data.Transaction) -> tuple[Any, ...]:
+    """What a transaction says (not where it is written): compared to check an in-place edit."""
+    meta = {k: v for k, v in entry.meta.items() if k not in ("filename", "lineno")}
+    postings = [(p.account, p.units, p.cost, p.price, p.flag) for p in entry.postings]
+    return (entry.date, entry.flag, entry.payee or "", entry.narration, entry.tags, entry.links, meta, postings)
+
+
+def _patch(text: str, raw: RawTransaction, new: data.Transaction) -> str | None:
+    old = raw.entry
+    same = (old.flag, old.narration, old.tags, old.links, len(old.postings))
+    if same != (new.flag, new.narration, new.tags, new.links, len(new.postings)):
+        return None
+    lines = text.splitlines(keepends=True)
+    if old.date != new.date or (old.payee or "") != (new.payee or ""):
+        date = new.date if old.date != new.date else None
+        payee = new.payee or "" if (old.payee or "") != (new.payee or "") else None
+        header = _patch_header(lines[raw.start], date, payee)
+        if header is None:
+            return None
+        lines[raw.start] = header
+    for before, after in zip(old.postings, new.postings, strict=True):
+        if before == after:
+            continue
+        if (before.cost, before.price, before.flag) != (after.cost, after.price, after.flag) or not before.meta:
+            return None
+        index = int(before.meta["lineno"]) - 1
+        line: str | None = lines[index]
+        if before.account != after.account:
+            line = _patch_account(lines[index], before.account, after.account)
+        if line is not None and before.units != after.units:
+            units = after.units
+            if not isinstance(units.number, Decimal) or units.currency != getattr(before.units, "currency", None):
+                return None
+            line = _patch_number(line, after.account, units.currency, units.number)
+        if line is None:
+            return None
+        lines[index] = line
+    return "".join(lines)
+
+
+def _reads_back(old_text: str, new_text: str, raw: RawTransaction, new: data.Transaction) -> bool:
+    """True when ``new_text`` (``old_text`` with lines of ``raw``'s span edited in place) reads back as ``new``.
+
+    Only the span's lines differ, so parsing the span alone decides; when that is not conclusive (the span does
+    not parse on its own, e.g. under renamed root accounts), both files are parsed and compared."""
+    span = "".join(new_text.splitlines(keepends=True)[raw.start : raw.end])
+    alone, errors, _ = parser.parse_string(span)
+    if not errors and len(alone) == 1 and isinstance(alone[0], data.Transaction):
+        return _essence(alone[0]) == _essence(new)
+    before, _, _ = parser.parse_string(old_text)
+    after, errors, _ = parser.parse_string(new_text)
+    if errors or len(after) != len(before):
+        return False
+    found = [e for e in after if isinstance(e, data.Transaction) and e.meta.get("lineno") == raw.start + 1]
+    return len(found) == 1 and _essence(found[0]) == _essence(new)
+
+
+def rewrite(text: str, raw: RawTransaction, new: data.Transaction, newline: str = "\n") -> str:
+    """``text`` with the transaction ``raw`` changed into ``new``: in place when only its date, payee, posting
+    accounts or posting numbers change (every other byte kept), else re-rendered by beancount's printer."""
+    patched = _patch(text, raw, new)
+    if patched is not None and _reads_back(text, patched, raw, new):
+        return patched
+    return replace_block(text, raw, render(new, newline))

@@ -1,20 +1,43 @@
-"""The ledger environment: a fresh, isolated copy of a seeded Beancount ledger per episode."""
+"""The ledger environment: a fresh, isolated copy of a Beancount ledger per episode (a seeded one, or the user's)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from toolwild.envs.domains.ledger.book import load_ledger_file
+from toolwild.envs.domains.ledger.files import LedgerError
 from toolwild.envs.domains.ledger.tools import LedgerEpisode
 from toolwild.envs.python import PythonEnvironment
 
 __all__ = ["ledger_environment"]
 
 
-def ledger_environment(seed: int = 0) -> PythonEnvironment:
-    """The ``ledger`` environment: ``reset(seed=s)`` starts an episode on the ledger generated from ``seed + s``.
+def ledger_environment(seed: int = 0, *, ledger: Path | None = None, write_through: bool = False) -> PythonEnvironment:
+    """The ``ledger`` environment.
 
-    A suite stores each session's ledger seed (``Session.extra["ledger_seed"]``), so with the default ``seed=0``
+    Without ``ledger``, ``reset(seed=s)`` starts an episode on the ledger generated from ``seed + s``. A suite
+    stores each session's ledger seed (``Session.extra["ledger_seed"]``), so with the default ``seed=0``
     ``reset(seed=session.extra["ledger_seed"])`` recreates exactly the ledger the session's gold was recorded on.
 
+    With ``ledger`` (a user's Beancount file), every reset starts from that ledger as it is at that moment (the seed
+    is ignored): on a copy of it and its includes, or on the files themselves with ``write_through``. The ledger is
+    checked once here, so a file that does not load fails before any episode starts.
+
     Args:
-        seed: an offset added to every reset seed.
+        seed: an offset added to every reset seed (generated ledgers only).
+        ledger: a user's ledger file.
+        write_through: episodes write the user's files in place (validated, atomic, locked); needs ``ledger``.
+
+    Raises:
+        LedgerError: (a ``ConfigError``) the ledger does not load cleanly (naming file, line and construct), or
+            ``write_through`` without ``ledger``.
     """
-    return PythonEnvironment("ledger", LedgerEpisode, factory=lambda s: LedgerEpisode(seed=seed + s))
+    if ledger is None:
+        if write_through:
+            raise LedgerError("write_through works on a user's ledger file: give ledger too")
+        return PythonEnvironment("ledger", LedgerEpisode, factory=lambda s: LedgerEpisode(seed=seed + s))
+    path = Path(ledger).expanduser()
+    load_ledger_file(path)
+    return PythonEnvironment(
+        "ledger", LedgerEpisode, factory=lambda _s: LedgerEpisode(ledger_path=path, write_through=write_through)
+    )

@@ -1,21 +1,22 @@
-"""The ledger tools: reads and validated writes on an isolated Beancount file per episode.
+"""The ledger tools: reads and validated writes on a Beancount ledger, one isolated copy per episode.
 
-Each episode copies its starting ledger into its own temporary directory; the file is the state. A write edits
-the text of exactly one transaction (or appends one), loads the *new* text with beancount, and only when it loads
-with zero errors replaces the file atomically (temp file + ``os.replace``). Anything beancount rejects (unknown
-account, wrong currency, failed balance assertion, impossible date) comes back as a ``rejected`` error and leaves
-the file byte-identical. Adding the same transaction twice in one episode is refused as a ``duplicate``, naming
-the id of the first one, because a write-back agent that retries must amend, not double-book.
+Each episode works on its own copy of its starting ledger (a generated one, a text, or a user's file with every file
+it includes); the files are the state. With ``write_through`` it works on the user's files themselves. A write
+changes the text of exactly one transaction in the one file that holds it (or appends one to the main file),
+loads the *new* ledger with beancount, and only when it loads with zero errors replaces that file atomically (temp
+file + ``os.replace``). Anything beancount rejects (unknown account, wrong currency, failed balance assertion,
+impossible date) comes back as a ``rejected`` error and leaves every file byte-identical. Adding the same transaction
+twice in one episode is refused as a ``duplicate``, naming the id of the first one, because a write-back agent that
+retries must amend, not double-book.
+
+Transactions are named by their address (:mod:`~toolwild.envs.domains.ledger.address`): the ``id`` written in the
+ledger when it is unique, else a content address; the tools show it as ``id``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
-import shutil
-import tempfile
-import weakref
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -24,15 +25,17 @@ from typing import Any
 from beancount.core import account as bc_account
 from beancount.core import amount as bc_amount
 from beancount.core import data, inventory
-from beancount.core.number import MISSING
 
 from toolwild.core.tool import Effect
 from toolwild.envs.base import ToolErrorKind
-from toolwild.envs.domains.ledger.book import ID_KEY, LoadedLedger, load_ledger
+from toolwild.envs.domains.ledger.book import ID_KEY, LedgerError, LoadedLedger, load_tree
 from toolwild.envs.domains.ledger.canonical import canonical_transaction, canonical_transactions, format_number
-from toolwild.envs.domains.ledger.edit import append_block, find_raw, remove_block, render, replace_block
+from toolwild.envs.domains.ledger.edit import append_block, raw_at, remove_block, render, rewrite
+from toolwild.envs.domains.ledger.facts import default_payment_account
+from toolwild.envs.domains.ledger.files import newline_of
 from toolwild.envs.domains.ledger.query import QueryError, run_bql
 from toolwild.envs.domains.ledger.seed import CHECKING, generate_ledger, ledger_today
+from toolwild.envs.domains.ledger.store import LedgerStore
 from toolwild.envs.toolkit import ToolFailure, Toolkit, tool
 
 __all__ = ["MAX_FOUND", "LedgerEpisode"]
@@ -49,7 +52,7 @@ _TAG = re.compile(r"^[A-Za-z0-9_/.-]+$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CATEGORY_ROOTS = ("Expenses", "Income")
 _Builder = Callable[[data.Transaction, data.Transaction], data.Transaction | None]
-"""Makes the new written form of a transaction from (raw, booked); None when nothing would change."""
+"""Makes the new written form of a transaction from (written, booked); None when nothing would change."""
 
 
 def _money(value: float, name: str) -> Decimal:
@@ -131,92 +134,119 @@ def _transaction_amount(txn: data.Transaction) -> Decimal:
 
 
 class LedgerEpisode(Toolkit):
-    """One isolated copy of a Beancount ledger, read and written by tools.
+    """One isolated Beancount ledger, read and written by tools.
 
     Args:
-        seed: seeds the generated ledger (ignored when ``ledger_text`` is given).
-        ledger_text: a ledger to start from instead of the generated one; it must load without errors.
+        seed: seeds the generated ledger (ignored when ``ledger_text`` or ``ledger_path`` is given).
+        ledger_text: a ledger to start from instead of the generated one; it must load without errors. It is
+            written to the episode's folder as ``ledger.beancount``, so its relative ``include``s resolve there.
+        ledger_path: a user's ledger file to start from: the episode works on a copy of it and of every file it
+            includes, in the same relative layout (the user's files are never written).
+        write_through: with ``ledger_path``, work on the user's files themselves: every write is the same validated
+            atomic replace, under a lock shared by every episode on that folder, and ``close()`` deletes nothing.
         today: the episode's "today" (default: the generated ledger's last day, or the last transaction's date).
             Tools never use it; it anchors relative dates in suite text.
+
+    Raises:
+        LedgerError: (a ``ConfigError`` and a ``ValueError``) the starting ledger does not load cleanly, naming the
+            file, line and construct; or the options contradict each other.
     """
 
-    def __init__(self, *, seed: int = 0, ledger_text: str | None = None, today: dt.date | None = None) -> None:
-        text = generate_ledger(seed) if ledger_text is None else ledger_text
-        loaded = load_ledger(text)
-        if not loaded.ok:
-            raise ValueError("the starting ledger does not load cleanly: " + "; ".join(loaded.errors[:5]))
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        ledger_text: str | None = None,
+        ledger_path: Path | None = None,
+        write_through: bool = False,
+        today: dt.date | None = None,
+    ) -> None:
+        if ledger_text is not None and ledger_path is not None:
+            raise LedgerError("give ledger_text or ledger_path, not both")
+        if write_through and ledger_path is None:
+            raise LedgerError("write_through works on a user's ledger file: give ledger_path too")
+        if ledger_path is not None:
+            path = Path(ledger_path).expanduser()
+            store = LedgerStore(path, private_dir=None) if write_through else LedgerStore.copy_of(path)
+        else:
+            store = LedgerStore.from_text(generate_ledger(seed) if ledger_text is None else ledger_text)
+        try:
+            loaded = load_tree(store.main)
+            if not loaded.ok:
+                shown = "; ".join(loaded.errors[:5])
+                what = "the starting ledger" if ledger_path is None else f"ledger {ledger_path}"
+                raise LedgerError(f"{what} does not load cleanly: {shown}")
+        except BaseException:
+            store.close()
+            raise
+        store.prime(loaded)
         if today is None:
             dates = [t.date for t in loaded.transactions]
-            today = ledger_today(seed) if ledger_text is None else (max(dates) if dates else dt.date.today())
+            generated = ledger_text is None and ledger_path is None
+            today = ledger_today(seed) if generated else (max(dates) if dates else dt.date.today())
         self.seed = seed
         self.today = today
+        self.write_through = write_through
         self.writes: list[dict[str, Any]] = []
         """Every successful write call, in order (``tool``, ``arguments``, ``id``, ``changed``)."""
+        self.default_payment_account: str | None = (
+            CHECKING if ledger_text is None and ledger_path is None else default_payment_account(loaded)
+        )
+        """The account ``add_transaction`` pays from when none is named (None: the ledger has no clear one)."""
+        self._issue_ids = all(isinstance(t.meta.get(ID_KEY), str) for t in loaded.written.values())
+        """New transactions get an ``id: "txn-NNNN"`` only in a ledger whose transactions all carry ids (the
+        generated ones); elsewhere they are addressed by content like the user's own."""
         self._added: list[str] = []
         self._high_water = 0
-        self._dir = Path(tempfile.mkdtemp(prefix="toolwild-ledger-"))
-        self._finalizer = weakref.finalize(self, shutil.rmtree, self._dir, ignore_errors=True)
-        self.path = self._dir / "ledger.beancount"
-        self.path.write_text(text, encoding="utf-8")
-        self._cache = loaded
+        self._store = store
+        self.path = store.main
+        """The main ledger file the episode reads and writes."""
 
     # ------------------------------------------------------------------ state
     def close(self) -> None:
-        """Remove the episode's directory (and its ledger file)."""
-        self._finalizer()
+        """Remove the episode's copy of the ledger (never the user's files)."""
+        self._store.close()
 
     @property
     def closed(self) -> bool:
         """True once :meth:`close` has run."""
-        return not self._finalizer.alive
+        return self._store.closed
 
     def text(self) -> str:
-        """The ledger file's current text."""
-        if self.closed:
-            raise ToolFailure(ToolErrorKind.PRECONDITION_FAILED, "this episode is closed")
-        return self.path.read_text(encoding="utf-8")
+        """The main ledger file's current text."""
+        return self._store.text()
 
     def ledger(self) -> LoadedLedger:
-        """The current ledger, loaded (cached while the file's text is unchanged)."""
-        text = self.text()
-        if self._cache.text != text:
-            self._cache = load_ledger(text)
-        return self._cache
+        """The current ledger, loaded (cached while its files' text is unchanged)."""
+        return self._store.load()
 
     def state(self) -> dict[str, Any]:
         """``{"ledger": [...]}``: the transactions in canonical form (layout-independent)."""
         return {"ledger": canonical_transactions(self.ledger().transactions)}
 
     # ------------------------------------------------------------------ write machinery
-    def _commit(self, new_text: str) -> LoadedLedger:
-        """Validate ``new_text`` with beancount and, only if it loads cleanly, replace the file atomically."""
-        loaded = load_ledger(new_text)
-        if not loaded.ok:
-            problems = "; ".join(loaded.errors)
-            raise ToolFailure(ToolErrorKind.REJECTED, f"beancount rejected the change; nothing was written: {problems}")
-        fd, tmp = tempfile.mkstemp(dir=self._dir, prefix=".ledger-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(new_text)
-            os.replace(tmp, self.path)
-        except OSError:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        self._cache = loaded
-        return loaded
-
     def _record(self, tool_name: str, arguments: dict[str, Any], txn_id: str, *, changed: bool) -> None:
         self.writes.append({"tool": tool_name, "arguments": arguments, "id": txn_id, "changed": changed})
 
-    def _existing(self, txn_id: str) -> data.Transaction:
-        txn = self.ledger().transaction(txn_id.strip())
-        if txn is None:
-            raise ToolFailure(ToolErrorKind.NOT_FOUND, f"no transaction with id {txn_id!r}")
-        return txn
+    @staticmethod
+    def _address(ledger: LoadedLedger, txn_id: str) -> str:
+        """The address a ``transaction_id`` argument names, or a ``not_found`` naming what to use instead."""
+        key = txn_id.strip()
+        address = ledger.resolve(key)
+        if address is not None:
+            return address
+        repeated = ledger.addresses.repeated_ids.get(key)
+        if repeated:
+            raise ToolFailure(
+                ToolErrorKind.NOT_FOUND,
+                f"id {key!r} is used by {len(repeated)} transactions of this ledger; name one by its address: "
+                + ", ".join(repeated[:10]),
+            )
+        raise ToolFailure(ToolErrorKind.NOT_FOUND, f"no transaction with id {key!r}")
 
     def _next_id(self, ledger: LoadedLedger) -> str:
         """One past the highest id ever seen in this episode, so a deleted id is never handed out again."""
-        numbers = [int(m.group(1)) for tid in ledger.transaction_ids() if (m := _ID_NUMBER.match(tid))]
+        numbers = [int(m.group(1)) for tid in ledger.written_ids() if (m := _ID_NUMBER.match(tid))]
         self._high_water = max([self._high_water, *numbers])
         return f"txn-{self._high_water + 1:04d}"
 
@@ -225,19 +255,41 @@ class LedgerEpisode(Toolkit):
         postings = sorted((p.account, p.units.number, p.units.currency) for p in txn.postings)
         return (txn.date, (txn.payee or "").strip().casefold(), tuple(postings))
 
-    def _rewrite(self, txn_id: str, build: _Builder) -> None:
-        """Replace the written form of one transaction by ``build(raw, booked)``, validate and commit.
+    @staticmethod
+    def _auto_opened_note(before: LoadedLedger, after: LoadedLedger, accounts: list[str]) -> dict[str, str]:
+        """``{"note": ...}`` when the write used an account that was not open and a plugin opened it."""
+        was_open = before.open_accounts()
+        fresh = sorted({a for a in accounts if a in after.auto_opened and a not in was_open})
+        if not fresh:
+            return {}
+        plugins = ", ".join(name for name, _ in after.options.get("plugin") or []) or "a plugin"
+        return {
+            "note": f"{', '.join(fresh)} was not open: this ledger opens accounts on first use ({plugins}), so "
+            "beancount accepted the write and the account now exists. Check the name against list_accounts."
+        }
 
-        ``build`` returns None when nothing would change: then the file is not rewritten at all.
+    def _rewrite(self, txn_id: str, build: _Builder) -> tuple[str, str, dict[str, str]]:
+        """Replace the written form of one transaction by ``build(written, booked)``, validate and commit.
+
+        ``build`` returns None when nothing would change: then no file is rewritten at all. Returns the address
+        before, the address after (a content address changes with the content) and a note for the result.
         """
-        booked = self._existing(txn_id)
-        text = self.text()
-        raw = find_raw(text, txn_id)
-        if raw is None:  # booked but not written under this id: a valid ledger cannot get here
-            raise ToolFailure(ToolErrorKind.NOT_FOUND, f"no transaction with id {txn_id!r} in the file")
-        new_entry = build(raw.entry, booked)
-        if new_entry is not None:
-            self._commit(replace_block(text, raw, render(new_entry)))
+        with self._store.writing() as ledger:
+            address = self._address(ledger, txn_id)
+            where = ledger.where(address)
+            booked = ledger.transaction(address)
+            if where is None or booked is None or where not in ledger.written:  # pragma: no cover - addressed
+                raise ToolFailure(ToolErrorKind.NOT_FOUND, f"no transaction with id {txn_id!r} in the files")
+            file, line = where
+            text = ledger.files[file]
+            raw = raw_at(text, ledger.written[where])
+            new_entry = build(raw.entry, booked)
+            if new_entry is None:
+                return address, address, {}
+            after = self._store.commit(file, text, rewrite(text, raw, new_entry, newline_of(text)))
+        new_address = after.address_at(file, line) or address
+        self._added = [new_address if a == address else a for a in self._added]
+        return address, new_address, self._auto_opened_note(ledger, after, [p.account for p in new_entry.postings])
 
     def _current(self, txn_id: str) -> dict[str, Any]:
         """The canonical form of a transaction that must exist (it was just written)."""
@@ -245,6 +297,11 @@ class LedgerEpisode(Toolkit):
         if txn is None:
             raise RuntimeError(f"transaction {txn_id} vanished after a validated write")
         return canonical_transaction(txn)
+
+    @staticmethod
+    def _renamed(before: str, after: str) -> dict[str, str]:
+        """``{"previous_id": ...}`` when an edit gave the transaction a new (content) address."""
+        return {"previous_id": before} if before != after else {}
 
     # ------------------------------------------------------------------ reads
     @tool(effect=Effect.READ)
@@ -408,7 +465,7 @@ class LedgerEpisode(Toolkit):
         narration: str,
         amount: float,
         expense_account: str,
-        payment_account: str = CHECKING,
+        payment_account: str | None = None,
         currency: str = "USD",
         tags: list[str] | None = None,
     ) -> dict[str, Any]:
@@ -420,7 +477,9 @@ class LedgerEpisode(Toolkit):
             narration: what it was for, e.g. "Groceries".
             amount: the amount paid (use a negative amount for a refund).
             expense_account: the account that receives the money, e.g. "Expenses:Food:Groceries".
-            payment_account: the account the money comes from, e.g. "Liabilities:CreditCard" for the card.
+            payment_account: the account the money comes from, e.g. "Liabilities:CreditCard" for the card. Omitted:
+                the ledger's usual payment account, the bank account that pays for most of its purchases
+                ("Assets:Bank:Checking" in the built-in ledger); a ledger without a clear one needs it named.
             currency: the currency code.
             tags: optional tags without the leading "#".
         """
@@ -428,7 +487,15 @@ class LedgerEpisode(Toolkit):
         number = _money(amount, "amount")
         payee_text, narration_text = _text(payee, "payee"), _text(narration, "narration")
         expense = _account_name(expense_account, "expense_account")
-        payment = _account_name(payment_account, "payment_account")
+        if payment_account is None and self.default_payment_account is None:
+            raise ToolFailure(
+                ToolErrorKind.INVALID_ARGUMENTS,
+                "payment_account: this ledger has no usual payment account to default to; name the account the "
+                "money comes from (list_accounts with prefix Assets or Liabilities shows them)",
+            )
+        payment = _account_name(
+            payment_account if payment_account is not None else str(self.default_payment_account), "payment_account"
+        )
         cur = currency.strip().upper()
         if not _CURRENCY.match(cur):
             raise ToolFailure(ToolErrorKind.REJECTED, f"currency: {currency!r} is not a currency code")
@@ -436,34 +503,41 @@ class LedgerEpisode(Toolkit):
         if any(not _TAG.match(t) for t in tag_set):
             raise ToolFailure(ToolErrorKind.INVALID_ARGUMENTS, "tags: letters, digits and - _ / . only")
 
-        ledger = self.ledger()
-        txn_id = self._next_id(ledger)
-        entry = data.Transaction(
-            meta={ID_KEY: txn_id},
-            date=day,
-            flag="*",
-            payee=payee_text,
-            narration=narration_text,
-            tags=tag_set,
-            links=frozenset(),
-            postings=[
-                data.Posting(expense, bc_amount.Amount(number, cur), None, None, None, None),
-                data.Posting(payment, bc_amount.Amount(-number, cur), None, None, None, None),
-            ],
-        )
-        key = self._duplicate_key(entry)
-        for earlier in self._added:
-            txn = ledger.transaction(earlier)
-            if txn is not None and self._duplicate_key(txn) == key:
-                raise ToolFailure(
-                    ToolErrorKind.DUPLICATE,
-                    f"an identical transaction was already added in this session as {earlier} "
-                    f"({day.isoformat()}, {payee_text}, {format_number(number)} {cur}); amend it instead of adding "
-                    "it again",
-                )
-        self._commit(append_block(self.text(), render(entry)))
-        self._added.append(txn_id)
-        self._high_water += 1  # the id just issued (never handed out again, even after a delete)
+        with self._store.writing() as ledger:
+            txn_id = self._next_id(ledger) if self._issue_ids else None
+            entry = data.Transaction(
+                meta={ID_KEY: txn_id} if txn_id is not None else {},
+                date=day,
+                flag="*",
+                payee=payee_text,
+                narration=narration_text,
+                tags=tag_set,
+                links=frozenset(),
+                postings=[
+                    data.Posting(expense, bc_amount.Amount(number, cur), None, None, None, None),
+                    data.Posting(payment, bc_amount.Amount(-number, cur), None, None, None, None),
+                ],
+            )
+            key = self._duplicate_key(entry)
+            for earlier in self._added:
+                txn = ledger.transaction(earlier)
+                if txn is not None and self._duplicate_key(txn) == key:
+                    raise ToolFailure(
+                        ToolErrorKind.DUPLICATE,
+                        f"an identical transaction was already added in this session as {earlier} "
+                        f"({day.isoformat()}, {payee_text}, {format_number(number)} {cur}); amend it instead of "
+                        "adding it again",
+                    )
+            text = ledger.text
+            newline = newline_of(text)
+            new_text, line = append_block(text, render(entry, newline), newline)
+            after = self._store.commit(ledger.main, text, new_text)
+        address = after.address_at(ledger.main, line)
+        if address is None:  # pragma: no cover - the block just written starts at that line
+            raise RuntimeError(f"the transaction written at line {line} has no address")
+        self._added.append(address)
+        if txn_id is not None:
+            self._high_water += 1  # the id just issued (never handed out again, even after a delete)
         arguments = {
             "date": date,
             "payee": payee,
@@ -474,8 +548,9 @@ class LedgerEpisode(Toolkit):
             "currency": currency,
             "tags": tags,
         }
-        self._record("add_transaction", arguments, txn_id, changed=True)
-        return {"id": txn_id, "transaction": self._current(txn_id)}
+        self._record("add_transaction", arguments, address, changed=True)
+        note = self._auto_opened_note(ledger, after, [expense, payment])
+        return {"id": address, "transaction": self._current(address), **note}
 
     @tool(effect=Effect.WRITE)
     def amend_transaction(
@@ -509,14 +584,14 @@ class LedgerEpisode(Toolkit):
         new_date = _date(date, "date", kind=ToolErrorKind.REJECTED) if date is not None else None
         new_payee = _text(payee, "payee") if payee is not None else None
         new_account = _account_name(account, "account") if account is not None else None
-        txn_id = transaction_id.strip()
         changed: list[str] = []
 
         def build(raw: data.Transaction, booked: data.Transaction) -> data.Transaction | None:
             postings = list(raw.postings)
-            index = _category_index(list(booked.postings))
+            index = _category_index(postings)
             if number is not None:
-                if len(booked.postings) != 2 or any(p.cost or p.price for p in booked.postings):
+                simple = len(booked.postings) == len(raw.postings) == 2
+                if not simple or any(p.cost or p.price for p in booked.postings):
                     raise ToolFailure(
                         ToolErrorKind.PRECONDITION_FAILED,
                         "only a two-posting transaction's amount can be amended; delete it and add it again",
@@ -525,11 +600,11 @@ class LedgerEpisode(Toolkit):
                 sign = Decimal(-1) if category.units.number < 0 else Decimal(1)
                 cur = category.units.currency
                 for i, posting in enumerate(postings):
-                    signed = sign * number if i == index else -sign * number
-                    if i != index and posting.units is MISSING:
+                    if not isinstance(getattr(posting.units, "number", None), Decimal):
                         continue  # an elided amount stays elided: beancount fills it in
+                    signed = sign * number if i == index else -sign * number
                     postings[i] = posting._replace(units=bc_amount.Amount(signed, cur))
-                if booked.postings[index].units.number != sign * number:
+                if category.units.number != sign * number:
                     changed.append("amount")
             if new_account is not None and postings[index].account != new_account:
                 postings[index] = postings[index]._replace(account=new_account)
@@ -543,10 +618,11 @@ class LedgerEpisode(Toolkit):
                 changed.append("payee")
             return entry if changed else None
 
-        self._rewrite(txn_id, build)
+        before, after, note = self._rewrite(transaction_id, build)
         arguments = {"transaction_id": transaction_id, "amount": amount, "account": account, "date": date}
-        self._record("amend_transaction", {**arguments, "payee": payee}, txn_id, changed=bool(changed))
-        return {"id": txn_id, "changed": changed, "transaction": self._current(txn_id)}
+        self._record("amend_transaction", {**arguments, "payee": payee}, after, changed=bool(changed))
+        result = {"id": after, "changed": changed, "transaction": self._current(after)}
+        return {**result, **self._renamed(before, after), **note}
 
     @tool(effect=Effect.WRITE)
     def delete_transaction(self, transaction_id: str) -> dict[str, Any]:
@@ -555,15 +631,16 @@ class LedgerEpisode(Toolkit):
         Args:
             transaction_id: the id of the transaction, e.g. "txn-0042".
         """
-        txn_id = transaction_id.strip()
-        booked = self._existing(txn_id)
-        text = self.text()
-        raw = find_raw(text, txn_id)
-        if raw is None:
-            raise ToolFailure(ToolErrorKind.NOT_FOUND, f"no transaction with id {transaction_id!r} in the file")
-        self._commit(remove_block(text, raw))
-        self._record("delete_transaction", {"transaction_id": transaction_id}, txn_id, changed=True)
-        return {"id": txn_id, "deleted": canonical_transaction(booked)}
+        with self._store.writing() as ledger:
+            address = self._address(ledger, transaction_id)
+            where = ledger.where(address)
+            booked = ledger.transaction(address)
+            if where is None or booked is None or where not in ledger.written:  # pragma: no cover - addressed
+                raise ToolFailure(ToolErrorKind.NOT_FOUND, f"no transaction with id {transaction_id!r} in the files")
+            text = ledger.files[where[0]]
+            self._store.commit(where[0], text, remove_block(text, raw_at(text, ledger.written[where])))
+        self._record("delete_transaction", {"transaction_id": transaction_id}, address, changed=True)
+        return {"id": address, "deleted": canonical_transaction(booked)}
 
     @tool(effect=Effect.WRITE)
     def recategorize(self, transaction_id: str, new_account: str) -> dict[str, Any]:
@@ -574,19 +651,19 @@ class LedgerEpisode(Toolkit):
             new_account: the category it belongs to, e.g. "Expenses:Food:Restaurants".
         """
         target = _account_name(new_account, "new_account")
-        txn_id = transaction_id.strip()
         old: list[str] = []
 
         def build(raw: data.Transaction, booked: data.Transaction) -> data.Transaction | None:
             postings = list(raw.postings)
-            index = _category_index(list(booked.postings))
+            index = _category_index(postings)
             old.append(postings[index].account)
             if postings[index].account == target:
                 return None
             postings[index] = postings[index]._replace(account=target)
             return raw._replace(postings=postings)
 
-        self._rewrite(txn_id, build)
+        before, after, note = self._rewrite(transaction_id, build)
         arguments = {"transaction_id": transaction_id, "new_account": new_account}
-        self._record("recategorize", arguments, txn_id, changed=old[0] != target)
-        return {"id": txn_id, "old_account": old[0], "new_account": target, "transaction": self._current(txn_id)}
+        self._record("recategorize", arguments, after, changed=old[0] != target)
+        result = {"id": after, "old_account": old[0], "new_account": target, "transaction": self._current(after)}
+        return {**result, **self._renamed(before, after), **note}

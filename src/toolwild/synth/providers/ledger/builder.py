@@ -1,6 +1,8 @@
 """Building one ledger session from the templates: a coarse-type pattern filled task by task on a live episode.
 
-Each session gets its own ledger (seed stored in ``Session.extra["ledger_seed"]``) and four tasks whose coarse
+Each session gets its own generated ledger (seed stored in ``Session.extra["ledger_seed"]``), or starts from a
+user's own ledger (:class:`OwnBooks`: the file's name and SHA-256 stored instead, ``ledger_file`` and
+``ledger_sha256``), and four tasks whose coarse
 types follow a pattern with a chosen number of instruction transitions (0-3). Tasks are filled by templates
 (:mod:`.single`, :mod:`.multi`, :mod:`.clarify`, :mod:`.chat`) that read the session's memory, so later tasks refer
 back to earlier ones (coreference, partial information, long-range dependency). Every gold call is executed on a
@@ -14,11 +16,13 @@ the suite's mix stays near its targets. That makes a session depend on the sessi
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from toolwild.core.hidden_intent import check_subtypes
@@ -26,12 +30,13 @@ from toolwild.core.patterns import BUCKET_CYCLE, Pattern, patterns_with
 from toolwild.core.session import Session
 from toolwild.core.task import CoarseType, Task, TaskType, TurnSubtype, shape_problem
 from toolwild.core.tool import Tool
-from toolwild.envs.domains.ledger.seed import ledger_today
+from toolwild.envs.domains.ledger.book import load_ledger_file
 from toolwild.envs.domains.ledger.tools import LedgerEpisode
-from toolwild.errors import DataError
+from toolwild.errors import ConfigError, DataError
 from toolwild.synth.providers.ledger.chat import chat_options
 from toolwild.synth.providers.ledger.clarify import clarify_options
 from toolwild.synth.providers.ledger.multi import multi_options
+from toolwild.synth.providers.ledger.profile import LedgerProfile
 from toolwild.synth.providers.ledger.scenario import (
     Context,
     GenerationError,
@@ -42,7 +47,7 @@ from toolwild.synth.providers.ledger.scenario import (
 )
 from toolwild.synth.providers.ledger.single import single_options
 
-__all__ = ["Balancer", "Built", "build_session", "ledger_seed_for"]
+__all__ = ["Balancer", "Built", "OwnBooks", "build_session", "ledger_seed_for"]
 
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _OPTIONS: dict[CoarseType, Callable[[Context], list[Option]]] = {
@@ -75,6 +80,45 @@ _FOLLOW_UPS = frozenset(
 def ledger_seed_for(seed: int, index: int) -> int:
     """The ledger seed of session ``index`` of a suite generated with ``seed``."""
     return seed * 10_000 + index
+
+
+@dataclass(frozen=True)
+class OwnBooks:
+    """A user's own ledger that every session starts from, and what the templates know about it.
+
+    Read once per suite (loading and profiling a real ledger takes a while); every session's episode starts from
+    a fresh copy of the file and what it includes, so the user's file is never written.
+    """
+
+    path: Path
+    ref: str
+    """How the sessions name the file (``extra["ledger_file"]``; the evaluation opens it relative to the suite)."""
+    sha256: str
+    """The main file's bytes, pinned in every session: gold recorded on other books does not apply."""
+    profile: LedgerProfile
+
+    @classmethod
+    def read(cls, path: Path, ref: str | None = None) -> OwnBooks:
+        """Load and profile ``path``.
+
+        Raises:
+            ConfigError: the file is missing or does not load cleanly (the message names the file, line and
+                directive), or it has no purchases to draw accounts from.
+        """
+        loaded = load_ledger_file(path)
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        profile = LedgerProfile.from_ledger(loaded)
+        if not profile.banks:
+            raise ConfigError(
+                f"ledger {path}: no purchase in {profile.currency} is paid from an Assets or Liabilities account (a "
+                "transaction of two postings: an Expenses account and the account that paid), so there is no bank "
+                "account or card to make sessions about"
+            )
+        return cls(Path(path), ref or str(path), digest, profile)
+
+    def episode(self) -> LedgerEpisode:
+        """A fresh episode on a copy of the books, "today" being the profile's."""
+        return LedgerEpisode(ledger_path=self.path, today=self.profile.today)
 
 
 class Balancer:
@@ -170,8 +214,7 @@ def _build_task(ctx: Context, option: Option) -> tuple[Task, bool]:
     return task, len(ctx.episode.writes) > writes_before
 
 
-def _env_info(rng: random.Random, ledger_seed: int) -> str:
-    today = ledger_today(ledger_seed)
+def _env_info(rng: random.Random, today: date) -> str:
     clock = f"{rng.randint(8, 21):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
     return f"{today.isoformat()} {clock} {_WEEKDAYS[today.weekday()]}"
 
@@ -241,6 +284,7 @@ def build_session(
     fixed: Pattern | None = None,
     *,
     id_prefix: str = "ledger",
+    books: OwnBooks | None = None,
 ) -> Built:
     """Session ``index`` of the suite of ``seed``, weighted by ``balancer`` (read, not changed).
 
@@ -252,6 +296,7 @@ def build_session(
         tools: the ledger's tool specs (the same list for every session).
         fixed: forces the pattern of coarse types (retries then vary the templates, not the pattern).
         id_prefix: the suite's name, the session ids' prefix.
+        books: a user's own ledger every session starts from (None: the generated ledger of the session's seed).
 
     Returns:
         The session, or None with the reasons when no pattern could be filled in ``_MAX_ATTEMPTS`` tries or a gold
@@ -262,11 +307,13 @@ def build_session(
     bucket = BUCKET_CYCLE[index % len(BUCKET_CYCLE)]
     patterns = [fixed] if fixed is not None else patterns_with(bucket)
     failures: list[str] = []
+    profile = books.profile if books is not None else LedgerProfile.builtin()
     for _attempt in range(_MAX_ATTEMPTS):
         pattern = rng.choice(patterns)
-        episode = LedgerEpisode(seed=ledger_seed)
+        episode = books.episode() if books is not None else LedgerEpisode(seed=ledger_seed)
+        today = episode.today
         try:
-            ctx = Context(episode=episode, today=episode.today, rng=rng)
+            ctx = Context(episode=episode, today=today, rng=rng, profile=profile)
             ctx.earliest = min(date.fromisoformat(t["date"]) for t in ctx.ledger())
             try:
                 tasks, chosen = _fill(pattern, ctx, balancer)
@@ -277,21 +324,31 @@ def build_session(
                 return Built(None, [*failures, f"{[c.value for c in pattern]}: {exc}"])
         finally:
             episode.close()
-        return Built(_session(f"{id_prefix}_{index}", rng, ledger_seed, tools, tasks, chosen))
+        source: dict[str, Any] = (
+            {"ledger_seed": ledger_seed} if books is None else {"ledger_file": books.ref, "ledger_sha256": books.sha256}
+        )
+        return Built(_session(f"{id_prefix}_{index}", rng, today, source, tools, tasks, chosen))
     return Built(None, [*failures, f"no pattern could be filled in {_MAX_ATTEMPTS} attempts"])
 
 
 def _session(
-    sid: str, rng: random.Random, ledger_seed: int, tools: list[Tool], tasks: list[Task], chosen: list[Option]
+    sid: str,
+    rng: random.Random,
+    today: date,
+    source: dict[str, Any],
+    tools: list[Tool],
+    tasks: list[Task],
+    chosen: list[Option],
 ) -> Session:
+    """The session; ``source`` says which ledger it starts from (its seed, or a user's file and its digest)."""
     extra: dict[str, Any] = {
-        "ledger_seed": ledger_seed,
+        **source,
         "ledger_templates": [o.template for o in chosen],
         "ledger_refs": [o.ref for o in chosen],
     }
     return Session(
         id=sid,
-        env_info=_env_info(rng, ledger_seed),
+        env_info=_env_info(rng, today),
         tools=tools,
         tasks=tasks,
         environment="ledger",

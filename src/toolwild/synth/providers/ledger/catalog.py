@@ -1,6 +1,9 @@
 """The things a ledger user talks about: today's receipts, plausible category mistakes, and concept questions.
 
-Kept apart from the templates so wording and amounts can be extended without touching the generation logic.
+Kept apart from the templates so wording and amounts can be extended without touching the generation logic. The
+constants here are the built-in ledger's (:meth:`.profile.LedgerProfile.builtin`); a user's own ledger gets its
+receipts and accounts from its own transactions (:mod:`.own_books`), and the concept chats and greetings are
+templates whose account names are filled in from the profile, each kept only where its wording fits the ledger.
 """
 
 from __future__ import annotations
@@ -10,11 +13,18 @@ from dataclasses import dataclass
 from toolwild.envs.domains.ledger.seed import CHECKING, CREDIT_CARD, SAVINGS
 
 __all__ = [
-    "CONCEPT_CHAINS",
+    "BUILTIN_FACTS",
+    "BUILTIN_ROLES",
+    "CAPABILITIES",
+    "CONCEPT_TEMPLATES",
     "FINDABLE_PAYEES",
+    "GREETING_TEMPLATES",
     "RECATEGORIZATIONS",
     "RECEIPTS",
     "Concept",
+    "ConceptTemplate",
+    "Greeting",
+    "GreetingTemplate",
     "Recategorization",
     "Receipt",
 ]
@@ -94,58 +104,146 @@ class Concept:
     account: str
 
 
-CONCEPT_CHAINS: tuple[tuple[Concept, ...], ...] = (
+@dataclass(frozen=True)
+class ConceptTemplate:
+    """A concept question whose wording names the ledger's own accounts.
+
+    ``question`` and ``answer`` are :meth:`str.format` templates over the names a profile gives
+    (:meth:`.profile.LedgerProfile.names`); ``account`` is the role whose account the step is about; ``needs`` are
+    the roles and facts the wording presupposes (a step whose needs a ledger lacks is dropped, with every step
+    after it: later questions refer back to earlier ones).
+    """
+
+    question: str
+    answer: str
+    account: str
+    needs: frozenset[str]
+
+
+def _needs(*roles: str) -> frozenset[str]:
+    return frozenset(roles)
+
+
+CONCEPT_TEMPLATES: tuple[tuple[ConceptTemplate, ...], ...] = (
     (
-        Concept(
-            "Quick question first: why does my credit card show up as a negative number in the ledger?",
+        ConceptTemplate(
+            "Quick question first: why does my {card_nick} show up as a negative number in the ledger?",
             "Because the card is a liability: money you owe. Beancount keeps liabilities negative, so a balance of "
-            "-500.00 USD on Liabilities:CreditCard means you owe $500.",
-            CREDIT_CARD,
+            "-500.00 {currency} on {card} means you owe {owe_500}.",
+            "card",
+            _needs("card"),
         ),
-        Concept(
-            "So when I pay it off from checking, is that spending?",
-            "No. Paying the card moves money from Assets:Bank:Checking to Liabilities:CreditCard: your debt goes "
+        ConceptTemplate(
+            "So when I pay it off from {checking_nick}, is that spending?",
+            "No. Paying the card moves money from {checking} to {card}: your debt goes "
             "down by the same amount your cash does, and no expense account changes.",
-            CHECKING,
+            "checking",
+            _needs("card", "checking", "card_paid_from_checking"),
         ),
-        Concept(
+        ConceptTemplate(
             "Then where does the actual spending show up?",
             "At the moment you buy something: the purchase is booked to an Expenses account (for example "
-            "Expenses:Food:Groceries) on the day you use the card, not when you pay the bill.",
-            "Expenses",
+            "{example}) on the day you use the card, not when you pay the bill.",
+            "expenses",
+            _needs("card", "example"),
         ),
-        Concept(
-            "Got it. And why is my salary negative too?",
+        ConceptTemplate(
+            "Got it. And why is my {salary_nick} negative too?",
             "Income accounts are negative in Beancount because money flows out of them into your accounts: each "
-            "paycheck posts -X to Income:Salary and +X to Assets:Bank:Checking, so every transaction sums to zero.",
-            "Income:Salary",
+            "paycheck posts -X to {salary} and +X to {checking}, so every transaction sums to zero.",
+            "salary",
+            _needs("salary", "checking", "salary_to_checking"),
         ),
     ),
     (
-        Concept(
-            "What does the balance assertion on my checking account actually do?",
+        ConceptTemplate(
+            "What does the balance assertion on my {checking_nick} account actually do?",
             "It states what an account must contain at the start of a given day. Beancount checks it every time the "
             "file loads, so a typo in an earlier amount makes the file fail instead of silently drifting.",
-            CHECKING,
+            "checking",
+            _needs("checking", "checking_asserted"),
         ),
-        Concept(
+        ConceptTemplate(
             "And what happens if that check fails?",
             "The ledger no longer validates: beancount reports the account, the expected and the actual balance, and "
             "the difference. Any change that would break an assertion is refused, so nothing is written.",
-            CHECKING,
+            "checking",
+            _needs("checking"),
         ),
-        Concept(
-            "Does that mean I can't fix an old checking transaction?",
+        ConceptTemplate(
+            "Does that mean I can't fix an old {checking_nick} transaction?",
             "You can, as long as the books still add up: correcting an old amount also needs the assertion after it "
             "to be updated (or the correction must not change that account's balance).",
-            SAVINGS,
+            "savings",
+            _needs("checking", "savings"),
         ),
-        Concept(
-            "Makes sense. Should I add one for savings too?",
+        ConceptTemplate(
+            "Makes sense. Should I add one for {savings_nick} too?",
             "Yes: one assertion per bank account per statement is a good habit (your ledger already has one on "
-            "Assets:Bank:Savings). It catches missing or doubled transactions the moment they happen.",
-            SAVINGS,
+            "{savings}). It catches missing or doubled transactions the moment they happen.",
+            "savings",
+            _needs("savings", "savings_asserted"),
         ),
     ),
 )
 """Short threads of questions about the books; each question after the first refers back to the previous one."""
+
+CAPABILITIES = (
+    "I can look up balances, search transactions, summarise spending by category and period, run BQL queries, and "
+    "add, correct, recategorize or delete transactions; every change is checked with beancount before it is saved."
+)
+
+
+@dataclass(frozen=True)
+class Greeting:
+    """An opening turn with no request in it yet, the reply, and the account the conversation is then about."""
+
+    account: str
+    text: str
+    reply: str
+
+
+@dataclass(frozen=True)
+class GreetingTemplate:
+    """A greeting whose wording names one of the ledger's accounts (the ``account`` role; formatted like
+    :class:`ConceptTemplate`)."""
+
+    account: str
+    text: str
+    reply: str
+
+
+GREETING_TEMPLATES: tuple[GreetingTemplate, ...] = (
+    GreetingTemplate(
+        "card",
+        "Hi! I'd like to get my {card_nick} under control this month. Can you help me with that?",
+        "Sure. Your card is {card} in the ledger. " + CAPABILITIES,
+    ),
+    GreetingTemplate(
+        "groceries",
+        "Hey, I want to keep a closer eye on my grocery spending. Can you help with that in my ledger?",
+        "Happy to. Groceries are booked to {groceries}. " + CAPABILITIES,
+    ),
+    GreetingTemplate(
+        "checking",
+        "Hi! Can you help me keep my {checking_nick} account tidy today?",
+        "Of course. {Checking_nick} is {checking} in your ledger. " + CAPABILITIES,
+    ),
+)
+
+BUILTIN_ROLES: dict[str, str] = {
+    "card": CREDIT_CARD,
+    "checking": CHECKING,
+    "savings": SAVINGS,
+    "salary": "Income:Salary",
+    "example": "Expenses:Food:Groceries",
+    "groceries": "Expenses:Food:Groceries",
+    "expenses": "Expenses",
+}
+"""The built-in ledger's account for each role a concept or greeting names."""
+
+BUILTIN_FACTS: frozenset[str] = frozenset(
+    {"card_paid_from_checking", "salary_to_checking", "checking_asserted", "savings_asserted"}
+)
+"""What every generated ledger bears out: the card is paid from checking, the salary goes to checking, and both
+bank accounts carry a balance assertion."""

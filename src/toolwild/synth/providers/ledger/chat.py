@@ -11,10 +11,7 @@ from functools import partial
 from typing import Any
 
 from toolwild.core.task import TaskType
-from toolwild.envs.domains.ledger.seed import CHECKING, CREDIT_CARD
-from toolwild.synth.providers.ledger.catalog import CONCEPT_CHAINS, RECATEGORIZATIONS
 from toolwild.synth.providers.ledger.common import txn_noun
-from toolwild.synth.providers.ledger.phrasing import money, nick, the_nick
 from toolwild.synth.providers.ledger.scenario import Context, Mode, Option, Recorder, memo_targets, option
 
 __all__ = ["chat_options"]
@@ -33,29 +30,6 @@ _ROOT_EXPLANATIONS = {
 _option = partial(option, TaskType.CHAT)
 
 
-_CAPABILITIES = (
-    "I can look up balances, search transactions, summarise spending by category and period, run BQL queries, and "
-    "add, correct, recategorize or delete transactions; every change is checked with beancount before it is saved."
-)
-_GREETINGS = (
-    (
-        CREDIT_CARD,
-        "Hi! I'd like to get my credit card under control this month. Can you help me with that?",
-        f"Sure. Your card is Liabilities:CreditCard in the ledger. {_CAPABILITIES}",
-    ),
-    (
-        "Expenses:Food:Groceries",
-        "Hey, I want to keep a closer eye on my grocery spending. Can you help with that in my ledger?",
-        f"Happy to. Groceries are booked to Expenses:Food:Groceries. {_CAPABILITIES}",
-    ),
-    (
-        CHECKING,
-        "Hi! Can you help me keep my checking account tidy today?",
-        f"Of course. Checking is Assets:Bank:Checking in your ledger. {_CAPABILITIES}",
-    ),
-)
-
-
 def _answer(ctx: Context, text: str, account: str, concept: tuple[int, int] | None = None) -> Any:
     def build(rec: Recorder) -> str:
         ctx.salient[ctx.position] = account
@@ -67,24 +41,26 @@ def _answer(ctx: Context, text: str, account: str, concept: tuple[int, int] | No
 
 
 def _concepts(ctx: Context) -> list[Option]:
+    chains = ctx.profile.concept_chains
     if ctx.position == 0:
-        chain = ctx.rng.randrange(len(CONCEPT_CHAINS))
-        concept = CONCEPT_CHAINS[chain][0]
-        out = [
-            _option(
-                "concept", concept.question, "first", None, _answer(ctx, concept.answer, concept.account, (chain, 0))
-            )
-        ]
-        account, greeting, reply = ctx.pick(list(_GREETINGS))
-        out.append(_option("greeting", greeting, "first", None, _answer(ctx, reply, account)))
+        out = []
+        if chains:
+            chain = ctx.rng.randrange(len(chains))
+            concept = chains[chain][0]
+            build = _answer(ctx, concept.answer, concept.account, (chain, 0))
+            out.append(_option("concept", concept.question, "first", None, build))
+        if ctx.profile.greetings:
+            greeting = ctx.pick(list(ctx.profile.greetings))
+            build = _answer(ctx, greeting.reply, greeting.account)
+            out.append(_option("greeting", greeting.text, "first", None, build))
         return out
     previous = ctx.concepts.get(ctx.position - 1)
     if previous is None:
         return []
     chain, step = previous
-    if step + 1 >= len(CONCEPT_CHAINS[chain]):
+    if step + 1 >= len(chains[chain]):
         return []
-    concept = CONCEPT_CHAINS[chain][step + 1]
+    concept = chains[chain][step + 1]
     build = _answer(ctx, concept.answer, concept.account, (chain, step + 1))
     return [_option("concept_next", concept.question, "coref", ctx.position - 1, build)]
 
@@ -99,16 +75,24 @@ def _category_check(ctx: Context) -> list[Option]:
             if mode == "coref"
             else f"Did the {memo.payee} {txn_noun(memo)} end up in the right category?"
         )
-        moved = any(m.id == memo.id and m.category != memo.category for m in ctx.memos)
+        same = ctx.aliases(memo.id)
+        moved = any(m.id in same and m.category != memo.category for m in ctx.memos)
+        usual = {r.payee: r.account for r in ctx.profile.receipts}
         if moved:
             reason = "that's where you asked me to move it"
-        elif memo.category in RECATEGORIZATIONS and memo.narration:
-            reason = f"it's a {memo.narration.lower()} purchase, which is what {nick(memo.category)} is for"
+        elif not ctx.profile.narration_reasons:
+            reason = (
+                f"that's where your {memo.payee} purchases usually go"
+                if usual.get(memo.payee) == memo.category
+                else f"that's the category for {ctx.nick(memo.category)}"
+            )
+        elif memo.category in ctx.profile.recategorizations and memo.narration:
+            reason = f"it's a {memo.narration.lower()} purchase, which is what {ctx.nick(memo.category)} is for"
         else:
-            reason = f"that's the category for {nick(memo.category)}"
+            reason = f"that's the category for {ctx.nick(memo.category)}"
         answer = (
-            f"Yes: {memo.id} ({memo.payee}, {money(memo.amount)}) is booked to {memo.category}, and {reason}. If it "
-            "was really something else, tell me and I'll move it."
+            f"Yes: {memo.id} ({memo.payee}, {ctx.money(memo.amount)}) is booked to {memo.category}, and {reason}. "
+            "If it was really something else, tell me and I'll move it."
         )
         build = _answer(ctx, answer, memo.category)
         out.append(_option("category_check", text, mode, memo.task, build, key=("check", memo.id, memo.category)))
@@ -138,16 +122,16 @@ def _recall(ctx: Context) -> list[Option]:
         mode: Mode = "coref" if task == ctx.position - 1 else "long"
         if as_of is not None or account.startswith("Expenses"):
             continue
-        text = f"Sorry, what was my {nick(account)} balance again?"
+        text = f"Sorry, what was my {ctx.nick(account)} balance again?"
         if account.startswith("Liabilities"):
-            answer = f"When I checked, you owed {money(-Decimal(value))} on {the_nick(account)}."
+            answer = f"When I checked, you owed {ctx.money(-Decimal(value))} on {ctx.the_nick(account)}."
         else:
-            answer = f"When I checked, {nick(account)} was at {money(value)}."
+            answer = f"When I checked, {ctx.nick(account)} was at {ctx.money(value)}."
         out.append(_option("recall_balance", text, mode, task, _answer(ctx, answer, account), key=("recall", task)))
     for task, category, period, total in ctx.spends[-1:]:
         mode = "coref" if task == ctx.position - 1 else "long"
-        text = f"Remind me, how much was {nick(category)} for {period.name}?"
-        answer = f"{money(total)} on {nick(category)} in {period.name}."
+        text = f"Remind me, how much was {ctx.nick(category)} for {period.name}?"
+        answer = f"{ctx.money(total)} on {ctx.nick(category)} in {period.name}."
         out.append(_option("recall_spending", text, mode, task, _answer(ctx, answer, category), key=("recall", task)))
     return out
 

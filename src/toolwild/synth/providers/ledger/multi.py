@@ -13,34 +13,32 @@ from decimal import Decimal
 from typing import Any
 
 from toolwild.core.task import TaskType
-from toolwild.envs.domains.ledger.seed import CHECKING, CREDIT_CARD, SAVINGS
-from toolwild.synth.providers.ledger.catalog import RECATEGORIZATIONS
 from toolwild.synth.providers.ledger.common import (
     add_arguments,
     balance_sentence,
     can_amend,
     can_move,
+    choose_card,
     corrected_amount,
     paid_phrase,
     pick_receipts,
     record_add,
     record_amend_amount,
     record_recategorize,
+    said,
     spend_arguments,
     spend_sentence,
     txn_noun,
 )
 from toolwild.synth.providers.ledger.phrasing import (
     Period,
+    capital,
     day_phrase,
     last_month,
-    money,
     month_day,
     month_end_phrase,
-    nick,
     number,
     of_day,
-    the_nick,
     this_month,
 )
 from toolwild.synth.providers.ledger.scenario import (
@@ -56,22 +54,11 @@ from toolwild.synth.providers.ledger.scenario import (
 
 __all__ = ["multi_options"]
 
-_CATEGORIES = (
-    "Expenses:Food",
-    "Expenses:Food:Groceries",
-    "Expenses:Food:Restaurants",
-    "Expenses:Transport",
-    "Expenses:Shopping",
-    "Expenses:Utilities",
-    "Expenses:Entertainment",
-)
-_BANK = (CHECKING, SAVINGS, CREDIT_CARD)
-
 _option = option
 
 
-def _added_sentence(memo: Memo) -> str:
-    return f"added {memo.id} ({memo.payee}, {money(memo.amount)}, {memo.category}, paid from {memo.payment})"
+def _added_sentence(ctx: Context, memo: Memo) -> str:
+    return f"added {memo.id} ({memo.payee}, {ctx.money(memo.amount)}, {memo.category}, paid from {memo.payment})"
 
 
 def _disjoint(a: str, b: str) -> bool:
@@ -80,8 +67,8 @@ def _disjoint(a: str, b: str) -> bool:
 
 def _record_spend(ctx: Context, rec: Recorder, period: Period, category: str) -> tuple[int, str]:
     idx, result = rec.call("spending_summary", spend_arguments(period, category))
-    ctx.spends.append((ctx.position, category, period, result["total"].get("USD", "0.00")))
-    return idx, spend_sentence(result, period, category)
+    ctx.spends.append((ctx.position, category, period, ctx.profile.amount_of(result["total"])))
+    return idx, spend_sentence(ctx, result, period, category)
 
 
 def _record_balance(
@@ -91,8 +78,8 @@ def _record_balance(
     if as_of:
         args["date"] = as_of
     idx, result = rec.call("get_balance", args, deps)
-    ctx.balances.append((ctx.position, account, result["balances"].get("USD", "0.00"), as_of))
-    return idx, balance_sentence(result)
+    ctx.balances.append((ctx.position, account, ctx.profile.amount_of(result["balances"]), as_of))
+    return idx, balance_sentence(ctx, result)
 
 
 def _find_one(ctx: Context, rec: Recorder, target: dict[str, Any]) -> tuple[int, Memo]:
@@ -106,21 +93,27 @@ def _find_one(ctx: Context, rec: Recorder, target: dict[str, Any]) -> tuple[int,
 
 def _recent_targets(ctx: Context, *, this_month_only: bool = False) -> list[dict[str, Any]]:
     start = this_month(ctx.today).start if this_month_only else last_month(ctx.today).start
-    return ctx.seed_targets(start, ctx.today - timedelta(days=1))
+    targets = ctx.seed_targets(start, ctx.today - timedelta(days=1))
+    return [t for t in targets if ctx.writable(ctx.memo_from(t, added=False))]
 
 
 # ---------------------------------------------------------------------------------------------------- parallel
 def _spend_and_add(ctx: Context) -> list[Option]:
     period = last_month(ctx.today)
+    categories = list(ctx.profile.compare_categories)
+    if not ctx.profile.receipts or not categories:
+        return []
     ((receipt, amount),) = pick_receipts(ctx, 1)
-    card = ctx.rng.random() < 0.5
-    add_args = add_arguments(receipt, amount, ctx.today, card=card)
+    card = choose_card(ctx)
+    if card is None:
+        return []
+    add_args = add_arguments(ctx, receipt, amount, ctx.today, card=card)
     out = []
     if ctx.position == 0:
-        category = ctx.pick(list(_CATEGORIES))
+        category = ctx.pick(categories)
         ask = (
-            f"How much did I spend on {nick(category)} last month? Also add today's {receipt.payee} receipt, "
-            f"{number(amount)} {receipt.spoken}{paid_phrase(card)}."
+            f"How much did I spend on {ctx.nick(category)} last month? Also add today's {receipt.payee} receipt, "
+            f"{said(ctx, amount)} {receipt.spoken}{paid_phrase(ctx, card)}."
         )
         mode: Mode = "first"
         ref = None
@@ -128,13 +121,13 @@ def _spend_and_add(ctx: Context) -> list[Option]:
         previous = [s for s in ctx.spends if s[0] == ctx.position - 1 and s[2].label == "last month"]
         if not previous:
             return []
-        choices = [c for c in _CATEGORIES if _disjoint(c, previous[-1][1])]
+        choices = [c for c in categories if _disjoint(c, previous[-1][1])]
         if not choices:
             return []
         category = ctx.pick(choices)
         ask = (
-            f"Same question for {nick(category)}, and add today's {receipt.payee} receipt: {number(amount)} "
-            f"{receipt.spoken}{paid_phrase(card)}."
+            f"Same question for {ctx.nick(category)}, and add today's {receipt.payee} receipt: {said(ctx, amount)} "
+            f"{receipt.spoken}{paid_phrase(ctx, card)}."
         )
         mode, ref = "partial", ctx.position - 1
 
@@ -142,7 +135,7 @@ def _spend_and_add(ctx: Context) -> list[Option]:
         _, spent = _record_spend(ctx, rec, period, category)
         _, memo = record_add(ctx, rec, add_args)
         ctx.salient[ctx.position] = memo.category
-        return f"{spent} I also {_added_sentence(memo)}."
+        return f"{spent} I also {_added_sentence(ctx, memo)}."
 
     out.append(_option(TaskType.PARALLEL, "spend_and_add", ask, mode, ref, build))
     return out
@@ -150,24 +143,29 @@ def _spend_and_add(ctx: Context) -> list[Option]:
 
 def _two_balances(ctx: Context) -> list[Option]:
     out = []
-    pair = ctx.rng.sample(list(_BANK), 2)
-    pair.sort(key=_BANK.index)
+    banks = ctx.profile.banks
+    if len(banks) < 2:
+        return out
+    pair = ctx.rng.sample(list(banks), 2)
+    pair.sort(key=banks.index)
     if ctx.position == 0:
         text = ctx.pick(
             [
-                f"How do {the_nick(pair[0])} and {the_nick(pair[1])} look right now?",
-                f"What are my {nick(pair[0])} and {nick(pair[1])} balances?",
+                f"How do {ctx.the_nick(pair[0])} and {ctx.the_nick(pair[1])} look right now?",
+                f"What are my {ctx.nick(pair[0])} and {ctx.nick(pair[1])} balances?",
             ]
         )
         mode: Mode = "first"
         ref = None
     else:
         memo = next((m for m in ctx.memos_of(ctx.position - 1)), None)
-        if memo is None or memo.payment not in _BANK or ctx.position - 1 not in ctx.wrote:
+        if memo is None or memo.payment not in banks or ctx.position - 1 not in ctx.wrote:
             return []
-        other = CHECKING if memo.payment != CHECKING else SAVINGS
-        pair = sorted([memo.payment, other], key=_BANK.index)
-        text = f"How do {the_nick(pair[0])} and {the_nick(pair[1])} look after that?"
+        other = ctx.profile.sibling(memo.payment)
+        if other is None:
+            return []
+        pair = sorted([memo.payment, other], key=banks.index)
+        text = f"How do {ctx.the_nick(pair[0])} and {ctx.the_nick(pair[1])} look after that?"
         mode, ref = "coref", ctx.position - 1
 
     def build(rec: Recorder) -> str:
@@ -179,10 +177,13 @@ def _two_balances(ctx: Context) -> list[Option]:
 
 
 def _two_spendings(ctx: Context) -> list[Option]:
+    leaves = list(ctx.profile.leaf_categories)
     if ctx.position == 0:
+        if len(leaves) < 2:
+            return []
         period = ctx.pick([last_month(ctx.today), this_month(ctx.today)])
-        a, b = ctx.rng.sample([c for c in _CATEGORIES if c != "Expenses:Food"], 2)
-        text = f"Compare my {nick(a)} and {nick(b)} spending {period.label}."
+        a, b = ctx.rng.sample(leaves, 2)
+        text = f"Compare my {ctx.nick(a)} and {ctx.nick(b)} spending {period.label}."
         mode: Mode = "first"
         ref = None
     else:
@@ -190,11 +191,11 @@ def _two_spendings(ctx: Context) -> list[Option]:
         if not previous:
             return []
         _, last, period, _ = previous[-1]
-        choices = [c for c in _CATEGORIES if c != "Expenses:Food" and _disjoint(c, last)]
+        choices = [c for c in leaves if _disjoint(c, last)]
         if len(choices) < 2:
             return []
         a, b = ctx.rng.sample(choices, 2)
-        text = f"Now {nick(a)} and {nick(b)} for the same period."
+        text = f"Now {ctx.nick(a)} and {ctx.nick(b)} for the same period."
         mode, ref = "partial", ctx.position - 1
 
     def build(rec: Recorder) -> str:
@@ -205,60 +206,64 @@ def _two_spendings(ctx: Context) -> list[Option]:
 
 
 def _two_adds(ctx: Context) -> list[Option]:
+    if len(ctx.profile.receipts) < 2:
+        return []
     (r1, a1), (r2, a2) = pick_receipts(ctx, 2)
     if ctx.position == 0:
-        card = ctx.rng.random() < 0.5
+        card = bool(choose_card(ctx))
         where = "on my card" if card else "from checking"
         text = (
-            f"Add two receipts from today, both {where}: {r1.payee} {number(a1)} {r1.spoken}, and {r2.payee} "
-            f"{number(a2)} {r2.spoken}."
+            f"Add two receipts from today, both {where}: {r1.payee} {said(ctx, a1)} {r1.spoken}, and {r2.payee} "
+            f"{said(ctx, a2)} {r2.spoken}."
         )
         mode: Mode = "first"
         ref = None
         if not card:
             return []  # "from checking" names the default: the gold would have to guess whether to spell it out
     else:
-        memo = next((m for m in ctx.memos_of(ctx.position - 1) if m.added and m.payment == CREDIT_CARD), None)
+        memo = next((m for m in ctx.memos_of(ctx.position - 1) if m.added and m.payment == ctx.profile.card), None)
         if memo is None:
             return []
         card = True
         text = (
-            f"Two more from today on the same card: {r1.payee} {number(a1)} {r1.spoken}, and {r2.payee} "
-            f"{number(a2)} {r2.spoken}."
+            f"Two more from today on the same card: {r1.payee} {said(ctx, a1)} {r1.spoken}, and {r2.payee} "
+            f"{said(ctx, a2)} {r2.spoken}."
         )
         mode, ref = "partial", ctx.position - 1
 
     def build(rec: Recorder) -> str:
-        _, m1 = record_add(ctx, rec, add_arguments(r1, a1, ctx.today, card=card))
-        _, m2 = record_add(ctx, rec, add_arguments(r2, a2, ctx.today, card=card))
-        ctx.salient[ctx.position] = CREDIT_CARD if card else CHECKING
-        return f"Done: I {_added_sentence(m1)} and {_added_sentence(m2)}."
+        _, m1 = record_add(ctx, rec, add_arguments(ctx, r1, a1, ctx.today, card=card))
+        _, m2 = record_add(ctx, rec, add_arguments(ctx, r2, a2, ctx.today, card=card))
+        ctx.salient[ctx.position] = m1.payment
+        return f"Done: I {_added_sentence(ctx, m1)} and {_added_sentence(ctx, m2)}."
 
     return [_option(TaskType.PARALLEL, "two_adds", text, mode, ref, build)]
 
 
 def _amend_and_spend(ctx: Context) -> list[Option]:
-    out = []
+    out: list[Option] = []
+    if not ctx.profile.compare_categories:
+        return out
     period = last_month(ctx.today)
     for memo, mode in memo_targets(ctx):
         if memo.day < this_month(ctx.today).start or not can_amend(ctx, memo):
             continue  # the summary of last month must not see the amended transaction
         new = corrected_amount(ctx, memo.amount)
-        category = ctx.pick(list(_CATEGORIES))
+        category = ctx.pick(list(ctx.profile.compare_categories))
         if mode == "coref":
-            text = f"Make it {number(new)} instead. And how much did I spend on {nick(category)} last month?"
+            text = f"Make it {number(new)} instead. And how much did I spend on {ctx.nick(category)} last month?"
         else:
             which = "I added earlier" if memo.added else of_day(memo.day, ctx.today)
             text = (
                 f"Change the {memo.payee} {txn_noun(memo)} {which} to {number(new)}, and tell me how much I spent "
-                f"on {nick(category)} last month."
+                f"on {ctx.nick(category)} last month."
             )
 
         def build(rec: Recorder, memo: Memo = memo, new: Decimal = new, category: str = category) -> str:
             _, after = record_amend_amount(ctx, rec, memo, new)
             _, spent = _record_spend(ctx, rec, period, category)
             ctx.salient[ctx.position] = category
-            return f"Updated {after.id} ({after.payee}) to {money(after.amount)}. {spent}"
+            return f"Updated {after.id} ({after.payee}) to {ctx.money(after.amount)}. {spent}"
 
         out.append(_option(TaskType.PARALLEL, "amend_and_spend", text, mode, memo.task, build))
     return out
@@ -267,15 +272,18 @@ def _amend_and_spend(ctx: Context) -> list[Option]:
 def _recategorize_and_balance(ctx: Context) -> list[Option]:
     out = []
     for memo, mode in memo_targets(ctx):
-        if not can_move(ctx, memo) or memo.payment not in _BANK:
+        if not can_move(ctx, memo) or memo.payment not in ctx.profile.banks:
             continue
-        fix = RECATEGORIZATIONS[memo.category]
+        fix = ctx.profile.recategorizations[memo.category]
         if mode == "coref":
-            text = f"Put it under {nick(fix.target)}, {fix.reason}. And what's my {nick(memo.payment)} balance now?"
+            text = (
+                f"Put it under {ctx.nick(fix.target)}, {fix.reason}. And what's my {ctx.nick(memo.payment)} balance "
+                "now?"
+            )
         else:
             text = (
-                f"Move the {memo.payee} {txn_noun(memo)} {of_day(memo.day, ctx.today)} to {nick(fix.target)} "
-                f"({fix.reason}), and tell me my {nick(memo.payment)} balance."
+                f"Move the {memo.payee} {txn_noun(memo)} {of_day(memo.day, ctx.today)} to {ctx.nick(fix.target)} "
+                f"({fix.reason}), and tell me my {ctx.nick(memo.payment)} balance."
             )
 
         def build(rec: Recorder, memo: Memo = memo, target: str = fix.target) -> str:
@@ -303,11 +311,11 @@ def _salient_pair(ctx: Context) -> list[Option]:
                 ctx.salient[ctx.position] = account
                 return f"{first} {second}"
 
-        elif account in _BANK:
+        elif account in ctx.profile.banks:
             month_end = last_month(ctx.today).end
             label = "that account" if close else "the account from my first question"
             text = f"What's in {label} now, and what was in it at the end of {month_end_phrase(month_end)}?"
-            if account == CREDIT_CARD:
+            if account == ctx.profile.card:
                 it = "it" if close else "the card"
                 text = f"What do I owe on {it} now, and what did I owe at the end of {month_end_phrase(month_end)}?"
 
@@ -374,8 +382,8 @@ def _find_then(ctx: Context) -> list[Option]:
             _, after = record_amend_amount(ctx, rec, found, new, deps=(find_idx,))
             ctx.salient[ctx.position] = after.category
             return (
-                f"Found it ({after.id}, {month_day(after.day)}) and changed it from {money(found.amount)} to "
-                f"{money(after.amount)}."
+                f"Found it ({after.id}, {month_day(after.day)}) and changed it from {ctx.money(found.amount)} to "
+                f"{ctx.money(after.amount)}."
             )
 
         out.append(_option(TaskType.SEQUENTIAL, "find_amend", text, mode, ref, build))
@@ -384,9 +392,9 @@ def _find_then(ctx: Context) -> list[Option]:
         if movable:
             target = ctx.pick(movable)
             preview = ctx.memo_from(target, added=False)
-            fix = RECATEGORIZATIONS[preview.category]
+            fix = ctx.profile.recategorizations[preview.category]
             text = (
-                f"Move the {preview.payee} charge {day_phrase(preview.day, ctx.today)} to {nick(fix.target)}; "
+                f"Move the {preview.payee} charge {day_phrase(preview.day, ctx.today)} to {ctx.nick(fix.target)}; "
                 f"{fix.reason}."
             )
 
@@ -394,7 +402,7 @@ def _find_then(ctx: Context) -> list[Option]:
                 find_idx, found = _find_one(ctx, rec, target)
                 _, old, _moved = record_recategorize(ctx, rec, found, goal, (find_idx,))
                 ctx.salient[ctx.position] = goal
-                return f"Found {found.id} ({found.payee}, {money(found.amount)}) and moved it from {old} to {goal}."
+                return f"Found {found.id} ({found.payee}, {ctx.money(found.amount)}) and moved it from {old} to {goal}."
 
             out.append(_option(TaskType.SEQUENTIAL, "find_recategorize", text, "first", None, build_move))
         target = ctx.pick(targets)
@@ -406,76 +414,101 @@ def _find_then(ctx: Context) -> list[Option]:
             _, _result = rec.call("delete_transaction", {"transaction_id": found.id}, (find_idx,))
             ctx.touched.add(found.id)
             ctx.salient[ctx.position] = found.category
-            return f"Found {found.id} ({found.payee}, {money(found.amount)} on {month_day(found.day)}) and deleted it."
+            return (
+                f"Found {found.id} ({found.payee}, {ctx.money(found.amount)} on {month_day(found.day)}) and deleted it."
+            )
 
         out.append(_option(TaskType.SEQUENTIAL, "find_delete", text, "first", None, build_delete))
     return out
 
 
 def _add_then_balance(ctx: Context) -> list[Option]:
+    if not ctx.profile.receipts:
+        return []
     ((receipt, amount),) = pick_receipts(ctx, 1)
     if ctx.position == 0:
-        card = ctx.rng.random() < 0.5
-        tail = "then tell me what I owe on the card" if card else "then tell me what's left in checking"
-        text = f"Log today's {receipt.payee} receipt, {number(amount)} {receipt.spoken}{paid_phrase(card)}, and {tail}."
+        chosen = choose_card(ctx)
+        if chosen is None:
+            return []
+        card = chosen
+        checking = ctx.nick(ctx.profile.checking) if ctx.profile.checking else ""
+        tail = "then tell me what I owe on the card" if card else f"then tell me what's left in {checking}"
+        text = (
+            f"Log today's {receipt.payee} receipt, {said(ctx, amount)} {receipt.spoken}{paid_phrase(ctx, card)}, and "
+            f"{tail}."
+        )
         mode: Mode = "first"
         ref = None
     else:
-        memo = next((m for m in ctx.memos_of(ctx.position - 1) if m.added and m.payment == CREDIT_CARD), None)
+        memo = next((m for m in ctx.memos_of(ctx.position - 1) if m.added and m.payment == ctx.profile.card), None)
         if memo is None:
             return []
         card = True
         text = (
-            f"One more from today on the same card: {receipt.payee}, {number(amount)} {receipt.spoken}. Then tell "
+            f"One more from today on the same card: {receipt.payee}, {said(ctx, amount)} {receipt.spoken}. Then tell "
             "me what I owe on it."
         )
         mode, ref = "partial", ctx.position - 1
-    account = CREDIT_CARD if card else CHECKING
+    args = add_arguments(ctx, receipt, amount, ctx.today, card=card)
 
     def build(rec: Recorder) -> str:
-        add_idx, memo = record_add(ctx, rec, add_arguments(receipt, amount, ctx.today, card=card))
-        _, balance = _record_balance(ctx, rec, account, deps=(add_idx,))
-        ctx.salient[ctx.position] = account
-        return f"I {_added_sentence(memo)}. {balance}"
+        add_idx, memo = record_add(ctx, rec, args)
+        _, balance = _record_balance(ctx, rec, memo.payment, deps=(add_idx,))
+        ctx.salient[ctx.position] = memo.payment
+        return f"I {_added_sentence(ctx, memo)}. {balance}"
 
     return [_option(TaskType.SEQUENTIAL, "add_then_balance", text, mode, ref, build)]
 
 
 def _sweep_to_savings(ctx: Context) -> list[Option]:
-    if ctx.position != 0:
+    checking, savings, sweep = ctx.profile.checking, ctx.profile.savings, ctx.profile.sweep
+    if ctx.position != 0 or checking is None or savings is None or sweep is None:
         return []
-    balance = Decimal(ctx.episode.call("get_balance", {"account": CHECKING}).result["balances"]["USD"])
+    currency = ctx.profile.currency
+    held = ctx.episode.call("get_balance", {"account": checking}).result["balances"].get(currency)
+    if held is None:
+        return []
+    balance = Decimal(held)
     floors = [f for f in (1500, 2000, 2500, 3000, 4000, 5000) if balance - f > 100]
     if not floors:
         return []
     floor = ctx.pick(floors)
+    limit = f"${floor:,}" if currency == "USD" else f"{floor:,} {currency}"
     text = (
-        f"Move everything above ${floor:,} in checking over to savings. Record it today with Chase as the payee and "
-        "'Transfer to savings' as the description."
+        f"Move everything above {limit} in {ctx.nick(checking)} over to {ctx.nick(savings)}. Record it today with "
+        f"{sweep.payee} as the payee and '{sweep.narration}' as the description."
     )
 
     def build(rec: Recorder) -> str:
-        idx, result = rec.call("get_balance", {"account": CHECKING})
-        current = Decimal(result["balances"]["USD"])
+        idx, result = rec.call("get_balance", {"account": checking})
+        current = Decimal(result["balances"][currency])
         amount = current - floor
-        args = {
+        args: dict[str, Any] = {
             "date": ctx.today.isoformat(),
-            "payee": "Chase",
-            "narration": "Transfer to savings",
+            "payee": sweep.payee,
+            "narration": sweep.narration,
             "amount": float(amount),
-            "expense_account": SAVINGS,
+            "expense_account": savings,
         }
+        if checking != ctx.profile.default_payment:
+            args["payment_account"] = checking
+        if currency != "USD":
+            args["currency"] = currency
         _, memo = record_add(ctx, rec, args, deps=(idx,))
-        ctx.balances.append((ctx.position, CHECKING, f"{current:.2f}", None))
-        ctx.salient[ctx.position] = SAVINGS
-        return f"Checking had {money(current)}, so I moved {money(amount)} to savings ({memo.id})."
+        ctx.balances.append((ctx.position, checking, f"{current:.2f}", None))
+        ctx.salient[ctx.position] = savings
+        return (
+            f"{capital(ctx.nick(checking))} had {ctx.money(current)}, so I moved {ctx.money(amount)} to "
+            f"{ctx.nick(savings)} ({memo.id})."
+        )
 
     return [_option(TaskType.SEQUENTIAL, "sweep_to_savings", text, "first", None, build)]
 
 
 # ---------------------------------------------------------------------------------------------------- mixed
 def _find_two_then_move(ctx: Context) -> list[Option]:
-    if ctx.position != 0:
+    trip = ctx.profile.trip
+    if ctx.position != 0 or trip is None:
         return []
     targets = _recent_targets(ctx)
     ledger = ctx.ledger()
@@ -491,7 +524,7 @@ def _find_two_then_move(ctx: Context) -> list[Option]:
                 continue
             inside = [t for t in ledger if t["payee"] == payee and a["date"] <= t["date"] <= b["date"]]
             cats = {ctx.memo_from(r, added=False).category for r in (a, b)}
-            if len(inside) == 2 and "Expenses:Travel" not in cats:
+            if len(inside) == 2 and trip.account not in cats and ctx.profile.writable(trip.account, d1):
                 pairs.append((a, b))
     if not pairs:
         return []
@@ -499,8 +532,8 @@ def _find_two_then_move(ctx: Context) -> list[Option]:
     d1, d2 = date.fromisoformat(a["date"]), date.fromisoformat(b["date"])
     payee = a["payee"]
     text = (
-        f"My two {payee} charges between {month_day(d1)} and {month_day(d2)} were for the Denver trip. Move both "
-        "to travel."
+        f"My two {payee} charges between {month_day(d1)} and {month_day(d2)} were for {trip.name}. Move both "
+        f"to {ctx.nick(trip.account)}."
     )
 
     def build(rec: Recorder) -> str:
@@ -509,16 +542,16 @@ def _find_two_then_move(ctx: Context) -> list[Option]:
         rows = result["transactions"]
         lines = []
         for row in rows:
-            record_recategorize(ctx, rec, ctx.memo_from(row, added=False), "Expenses:Travel", (find_idx,))
+            record_recategorize(ctx, rec, ctx.memo_from(row, added=False), trip.account, (find_idx,))
             lines.append(f"{row['id']} ({month_day(date.fromisoformat(row['date']))})")
-        ctx.salient[ctx.position] = "Expenses:Travel"
-        return f"Moved both {payee} charges to Expenses:Travel: {' and '.join(lines)}."
+        ctx.salient[ctx.position] = trip.account
+        return f"Moved both {payee} charges to {trip.account}: {' and '.join(lines)}."
 
     return [_option(TaskType.MIXED, "find_two_then_move", text, "first", None, build)]
 
 
 def _spend_and_fix(ctx: Context) -> list[Option]:
-    if ctx.position != 0:
+    if ctx.position != 0 or not ctx.profile.compare_categories:
         return []
     targets = _recent_targets(ctx, this_month_only=True)
     if not targets:
@@ -526,10 +559,10 @@ def _spend_and_fix(ctx: Context) -> list[Option]:
     target = ctx.pick(targets)
     preview = ctx.memo_from(target, added=False)
     new = corrected_amount(ctx, preview.amount)
-    category = ctx.pick(list(_CATEGORIES))
+    category = ctx.pick(list(ctx.profile.compare_categories))
     period = last_month(ctx.today)
     text = (
-        f"How much did I spend on {nick(category)} last month? Also, the {preview.payee} charge "
+        f"How much did I spend on {ctx.nick(category)} last month? Also, the {preview.payee} charge "
         f"{day_phrase(preview.day, ctx.today)} should be {number(new)}, not {number(preview.amount)}."
     )
 
@@ -540,7 +573,7 @@ def _spend_and_fix(ctx: Context) -> list[Option]:
         ctx.salient[ctx.position] = category
         return (
             f"{spent} I also corrected {after.id} ({after.payee}, {month_day(after.day)}) from "
-            f"{money(found.amount)} to {money(after.amount)}."
+            f"{ctx.money(found.amount)} to {ctx.money(after.amount)}."
         )
 
     return [_option(TaskType.MIXED, "spend_and_fix", text, "first", None, build)]
@@ -551,27 +584,34 @@ def _write_then_two(ctx: Context) -> list[Option]:
     out = []
     now = this_month(ctx.today)
     if ctx.position == 0:
+        if not ctx.profile.receipts:
+            return out
         ((receipt, amount),) = pick_receipts(ctx, 1)
-        card = ctx.rng.random() < 0.5
+        chosen = choose_card(ctx)
+        if chosen is None:
+            return out
+        card = chosen
         parent = receipt.account.rsplit(":", 1)[0] if receipt.account.count(":") > 1 else receipt.account
-        account = CREDIT_CARD if card else CHECKING
+        args = add_arguments(ctx, receipt, amount, ctx.today, card=card)
+        account = ctx.profile.card if card else ctx.profile.checking
+        assert account is not None  # choose_card picks an account the books have
         text = (
-            f"Add today's {receipt.payee} receipt, {number(amount)} {receipt.spoken}{paid_phrase(card)}. Then show me "
-            f"my {nick(account)} balance and what I've spent on {nick(parent)} this month."
+            f"Add today's {receipt.payee} receipt, {said(ctx, amount)} {receipt.spoken}{paid_phrase(ctx, card)}. Then "
+            f"show me my {ctx.nick(account)} balance and what I've spent on {ctx.nick(parent)} this month."
         )
 
         def build(rec: Recorder) -> str:
-            add_idx, memo = record_add(ctx, rec, add_arguments(receipt, amount, ctx.today, card=card))
+            add_idx, memo = record_add(ctx, rec, args)
             _, balance = _record_balance(ctx, rec, account, deps=(add_idx,))
             _idx, result = rec.call("spending_summary", spend_arguments(now, parent), (add_idx,))
-            ctx.spends.append((ctx.position, parent, now, result["total"].get("USD", "0.00")))
+            ctx.spends.append((ctx.position, parent, now, ctx.profile.amount_of(result["total"])))
             ctx.salient[ctx.position] = parent
-            return f"I {_added_sentence(memo)}. {balance} {spend_sentence(result, now, parent)}"
+            return f"I {_added_sentence(ctx, memo)}. {balance} {spend_sentence(ctx, result, now, parent)}"
 
         out.append(_option(TaskType.MIXED, "add_then_two", text, "first", None, build))
         return out
     for memo, mode in memo_targets(ctx):
-        if memo.payment not in _BANK or memo.day < now.start or not can_amend(ctx, memo):
+        if memo.payment not in ctx.profile.banks or memo.day < now.start or not can_amend(ctx, memo):
             continue
         if not memo.category.startswith("Expenses"):
             continue
@@ -579,23 +619,24 @@ def _write_then_two(ctx: Context) -> list[Option]:
         parent = memo.category
         if mode == "coref":
             text = (
-                f"Make it {number(new)}. Then what's my {nick(memo.payment)} balance, and what have I spent on "
-                f"{nick(parent)} this month?"
+                f"Make it {number(new)}. Then what's my {ctx.nick(memo.payment)} balance, and what have I spent on "
+                f"{ctx.nick(parent)} this month?"
             )
         else:
             which = "I added earlier" if memo.added else of_day(memo.day, ctx.today)
             text = (
                 f"Change the {memo.payee} {txn_noun(memo)} {which} to {number(new)}, then show me my "
-                f"{nick(memo.payment)} balance and this month's {nick(parent)} total."
+                f"{ctx.nick(memo.payment)} balance and this month's {ctx.nick(parent)} total."
             )
 
         def build_amend(rec: Recorder, memo: Memo = memo, new: Decimal = new, parent: str = parent) -> str:
             amend_idx, after = record_amend_amount(ctx, rec, memo, new)
             _, balance = _record_balance(ctx, rec, memo.payment, deps=(amend_idx,))
             _idx, result = rec.call("spending_summary", spend_arguments(now, parent), (amend_idx,))
-            ctx.spends.append((ctx.position, parent, now, result["total"].get("USD", "0.00")))
+            ctx.spends.append((ctx.position, parent, now, ctx.profile.amount_of(result["total"])))
             ctx.salient[ctx.position] = parent
-            return f"Updated {after.id} to {money(after.amount)}. {balance} {spend_sentence(result, now, parent)}"
+            spent = spend_sentence(ctx, result, now, parent)
+            return f"Updated {after.id} to {ctx.money(after.amount)}. {balance} {spent}"
 
         out.append(_option(TaskType.MIXED, "amend_then_two", text, mode, memo.task, build_amend))
     return out
@@ -605,13 +646,18 @@ def _salient_compare(ctx: Context) -> list[Option]:
     """The other always-available follow-up: the account an earlier task was about next to a sibling account."""
     out = []
     for task, account, close, mode in ctx.salient_targets():
-        if account in _CATEGORIES:
-            other = next(
-                c for c in _CATEGORIES if c != account and not account.startswith(c) and not c.startswith(account)
+        categories = ctx.profile.compare_categories
+        if account in categories:
+            found = next(
+                (c for c in categories if c != account and not account.startswith(c) and not c.startswith(account)),
+                None,
             )
+            if found is None:
+                continue
+            other = found
             period = this_month(ctx.today)
             label = "that" if close else "the category from my first question"
-            text = f"How does {label} compare with {nick(other)} so far this month?"
+            text = f"How does {label} compare with {ctx.nick(other)} so far this month?"
 
             def build(rec: Recorder, account: str = account, other: str = other, period: Period = period) -> str:
                 first = _record_spend(ctx, rec, period, account)[1]
@@ -619,10 +665,10 @@ def _salient_compare(ctx: Context) -> list[Option]:
                 ctx.salient[ctx.position] = account
                 return f"{first} {second}"
 
-        elif account in _BANK:
-            other = CHECKING if account != CHECKING else SAVINGS
+        elif account in ctx.profile.banks and ctx.profile.sibling(account) is not None:
+            other = ctx.profile.sibling(account) or ""
             label = "that account" if close else "the account from my first question"
-            text = f"Put {label} next to {the_nick(other)}: what are both at right now?"
+            text = f"Put {label} next to {ctx.the_nick(other)}: what are both at right now?"
 
             def build(rec: Recorder, account: str = account, other: str = other) -> str:
                 sentences = [_record_balance(ctx, rec, a)[1] for a in (account, other)]

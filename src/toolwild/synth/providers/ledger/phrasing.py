@@ -7,6 +7,7 @@ is always spoken of the same way, and the gold arguments (ISO dates, full accoun
 from __future__ import annotations
 
 import calendar
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
@@ -16,6 +17,7 @@ from toolwild.envs.domains.ledger.seed import CHECKING, CREDIT_CARD, SAVINGS, mo
 __all__ = [
     "CATEGORY_NICKS",
     "Period",
+    "capital",
     "day_phrase",
     "last_month",
     "money",
@@ -25,7 +27,6 @@ __all__ = [
     "nick",
     "number",
     "of_day",
-    "the_nick",
     "this_month",
 ]
 
@@ -49,14 +50,16 @@ CATEGORY_NICKS: dict[str, str] = {
 """The everyday name of each account, as a user would say it."""
 
 
-def nick(account: str) -> str:
-    """The everyday name of an account ("Expenses:Food:Groceries" -> "groceries")."""
-    return CATEGORY_NICKS.get(account, account.rsplit(":", 1)[-1].lower())
+def nick(account: str, names: Mapping[str, str] = CATEGORY_NICKS) -> str:
+    """The everyday name of an account ("Expenses:Food:Groceries" -> "groceries"): ``names`` has it, else its last
+    component."""
+    return names.get(account, account.rsplit(":", 1)[-1].lower())
 
 
-def the_nick(account: str) -> str:
-    """The everyday name with the article a sentence needs ("the credit card", "checking")."""
-    return f"the {nick(account)}" if account.startswith("Liabilities") else nick(account)
+def capital(text: str) -> str:
+    """``text`` with its first letter upper case ("the Chase card" -> "The Chase card"; ``str.capitalize`` would
+    lower the rest)."""
+    return text[:1].upper() + text[1:]
 
 
 def of_day(day: date, today: date) -> str:
@@ -75,10 +78,13 @@ def month_end_phrase(day: date) -> str:
     return f"{calendar.month_name[day.month]} {day.day}"
 
 
-def money(amount: Decimal | str) -> str:
-    """``$1,234.50`` (negative amounts keep their sign: ``-$12.00``)."""
+def money(amount: Decimal | str, currency: str = "USD") -> str:
+    """``$1,234.50`` (negative amounts keep their sign: ``-$12.00``); another currency than USD is said by its code
+    (``1,234.50 EUR``)."""
     value = Decimal(amount)
     sign = "-" if value < 0 else ""
+    if currency != "USD":
+        return f"{sign}{abs(value):,.2f} {currency}"
     return f"{sign}${abs(value):,.2f}"
 
 

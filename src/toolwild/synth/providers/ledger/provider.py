@@ -1,4 +1,5 @@
-"""The ledger templates as a session provider: session ``i`` of a suite on the built-in Beancount ledger.
+"""The ledger templates as a session provider: session ``i`` of a suite on the built-in Beancount ledger, or on a
+user's own ledger file (``ledger=``: every session starts from a copy of it).
 
 Why blocks: a template is chosen against the counts of what earlier sessions chose (:class:`.builder.Balancer`),
 so session ``i`` depends on the sessions before it. Letting it depend on *all* of them would make the suite one
@@ -19,12 +20,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from toolwild.core.patterns import Pattern, published_patterns
 from toolwild.core.session import Session
 from toolwild.envs.domains.ledger.tools import LedgerEpisode
 from toolwild.synth.providers.base import SessionOutcome
-from toolwild.synth.providers.ledger.builder import Balancer, build_session
+from toolwild.synth.providers.ledger.builder import Balancer, OwnBooks, build_session
 
 __all__ = ["BLOCK", "LedgerTemplates"]
 
@@ -53,6 +55,14 @@ class LedgerTemplates:
             of the default transition-bucket cycle.
         stride: the number of environments the suite's sessions go round (1: every index is the ledger's).
         offset: the ledger's place in that round; the provider owns index ``i`` when ``i % stride == offset``.
+        id_prefix: the suite's name, the session ids' prefix.
+        ledger: a user's own Beancount file: every session starts from a copy of it (and what it includes), and the
+            templates draw accounts, payees, amounts and dates from it (None: a generated ledger per session).
+        ledger_ref: how the sessions name that file (``extra["ledger_file"]``, e.g. its path relative to the
+            suite's folder; default: ``ledger`` as given).
+
+    Raises:
+        ConfigError: ``ledger`` is missing or does not load cleanly (naming the file, line and directive).
     """
 
     name = "ledger-templates"
@@ -65,6 +75,8 @@ class LedgerTemplates:
         stride: int = 1,
         offset: int = 0,
         id_prefix: str = "ledger",
+        ledger: Path | None = None,
+        ledger_ref: str | None = None,
     ) -> None:
         if stride < 1 or not 0 <= offset < stride:
             raise ValueError(f"need stride >= 1 and 0 <= offset < stride, got stride={stride}, offset={offset}")
@@ -73,6 +85,9 @@ class LedgerTemplates:
         self.stride = stride
         self.offset = offset
         self.id_prefix = id_prefix
+        self.ledger = ledger
+        self.ledger_ref = ledger_ref
+        self._books = OwnBooks.read(ledger, ledger_ref) if ledger is not None else None
         self._tools = LedgerEpisode.tool_specs()
         self._patterns: list[Pattern] | None = published_patterns(seed) if like_published else None
         self._blocks: dict[int, _Block] = {}
@@ -123,7 +138,9 @@ class LedgerTemplates:
         if block.frontier != index:
             raise ValueError(f"ledger session {index} cannot be made before session {block.frontier}")
         fixed = self._patterns[index % len(self._patterns)] if self._patterns else None
-        built = build_session(index, self.seed, block.balancer, self._tools, fixed, id_prefix=self.id_prefix)
+        built = build_session(
+            index, self.seed, block.balancer, self._tools, fixed, id_prefix=self.id_prefix, books=self._books
+        )
         self._advance(index, Balancer.of_session(built.session))
         return SessionOutcome(session=built.session, reasons=built.reasons)
 

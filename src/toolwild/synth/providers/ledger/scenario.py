@@ -17,7 +17,7 @@ from typing import Any, Literal
 from toolwild.core.task import Action, GoldNode, TaskType, TurnSubtype, answer_node, ask_node
 from toolwild.envs.domains.ledger.tools import LedgerEpisode
 from toolwild.errors import ToolwildError
-from toolwild.synth.providers.ledger.catalog import FINDABLE_PAYEES
+from toolwild.synth.providers.ledger.profile import LedgerProfile
 
 __all__ = [
     "Context",
@@ -167,6 +167,8 @@ class Context:
     episode: LedgerEpisode
     today: date
     rng: random.Random
+    profile: LedgerProfile
+    """The books' accounts, receipts and payees (:class:`.profile.LedgerProfile`)."""
     position: int = 0
     memos: list[Memo] = field(default_factory=list)
     deleted: set[str] = field(default_factory=set)
@@ -188,6 +190,9 @@ class Context:
     """Transactions whose amount the session already corrected (corrected once, never re-corrected)."""
     moved: set[str] = field(default_factory=set)
     """Transactions the session already recategorized."""
+    renamed: dict[str, str] = field(default_factory=dict)
+    """Old address -> new one, for transactions addressed by their content (a user's ledger without ``id:``
+    metadata): an edit gives such a transaction a new address, and the old one no longer finds it."""
     used: set[Any] = field(default_factory=set)
     """Keys and utterances of the tasks so far (no repeats within a session)."""
     earliest: date = date.min
@@ -216,14 +221,30 @@ class Context:
             added=added,
         )
 
-    def remember(self, txn: dict[str, Any], *, added: bool) -> Memo:
-        """Note a transaction (canonical form) as talked about in the current task."""
-        added = added or any(m.id == txn["id"] and m.added for m in self.memos)
+    def remember(self, txn: dict[str, Any], *, added: bool, was: str | None = None) -> Memo:
+        """Note a transaction (canonical form) as talked about in the current task (``was``: its address before
+        the write that returned it, when that write changed the address)."""
+        if was is not None and was != txn["id"]:
+            self.renamed[was] = txn["id"]
+            for seen in (self.amended, self.moved, self.touched):
+                if was in seen:
+                    seen.add(txn["id"])
+        added = added or any(m.id in (txn["id"], was) and m.added for m in self.memos)
         memo = self.memo_from(txn, added=added)
         self.memos.append(memo)
         if not added:
             self.touched.add(memo.id)
         return memo
+
+    def aliases(self, txn_id: str) -> set[str]:
+        """Every address the transaction now at ``txn_id`` had in this session (itself included)."""
+        out = {txn_id}
+        grew = True
+        while grew:
+            before = len(out)
+            out |= {old for old, new in self.renamed.items() if new in out}
+            grew = len(out) > before
+        return out
 
     def unambiguous(self, memo: Memo) -> bool:
         """True when no other live transaction of the conversation has the same payee (so naming it is enough)."""
@@ -237,7 +258,7 @@ class Context:
             if memo.id in seen:
                 continue
             seen.add(memo.id)
-            if memo.id not in self.deleted:
+            if memo.id not in self.deleted and memo.id not in self.renamed:
                 out.append(memo)
         return out
 
@@ -285,7 +306,8 @@ class Context:
 
     def seed_targets(self, start: date, end: date) -> list[dict[str, Any]]:
         """Untouched, two-posting expense transactions from the original data in ``[start, end]`` whose payee
-        occurs once on its day, so a payee + date search finds exactly one."""
+        occurs once on its day, so a payee + date search finds exactly one (in the operating currency, at no cost
+        or price: the amount a user corrects is one plain number)."""
         ledger = self.ledger()
         mine = {m.id for m in self.memos}
         per_day: dict[tuple[str, str], int] = {}
@@ -294,9 +316,11 @@ class Context:
         out = []
         for t in ledger:
             day = date.fromisoformat(t["date"])
-            if not start <= day <= end or t["id"] in mine or t["payee"] not in FINDABLE_PAYEES:
+            if not start <= day <= end or t["id"] in mine or t["payee"] not in self.profile.findable_payees:
                 continue
             if len(t["postings"]) != 2 or per_day[(t["payee"], t["date"])] != 1:
+                continue
+            if any(p["currency"] != self.profile.currency or "cost" in p or "price" in p for p in t["postings"]):
                 continue
             if not any(p["account"].startswith("Expenses") for p in t["postings"]):
                 continue
@@ -306,3 +330,20 @@ class Context:
     def pick(self, items: list[Any]) -> Any:
         """A seeded choice."""
         return items[self.rng.randrange(len(items))]
+
+    # ------------------------------------------------------------------ the books' words
+    def nick(self, account: str) -> str:
+        """How the user says an account."""
+        return self.profile.nick(account)
+
+    def the_nick(self, account: str) -> str:
+        """The nickname with the article a sentence needs."""
+        return self.profile.the_nick(account)
+
+    def money(self, amount: Decimal | str) -> str:
+        """An amount in the books' currency, as the answers say it."""
+        return self.profile.money(amount)
+
+    def writable(self, memo: Memo) -> bool:
+        """Whether the transaction's amount can change, or it can go, without breaking a balance assertion."""
+        return self.profile.writable(memo.payment, memo.day) and self.profile.writable(memo.category, memo.day)

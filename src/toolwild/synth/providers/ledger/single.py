@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date, timedelta
 from decimal import Decimal
 from functools import partial
 from typing import Any
 
 from toolwild.core.task import TaskType
-from toolwild.envs.domains.ledger.seed import CHECKING, CREDIT_CARD, SAVINGS
-from toolwild.synth.providers.ledger.catalog import FINDABLE_PAYEES, RECATEGORIZATIONS
 from toolwild.synth.providers.ledger.common import (
     add_arguments,
     balance_sentence,
     can_amend,
     can_move,
+    choose_card,
     corrected_amount,
     paid_phrase,
     pick_receipts,
     record_add,
     record_amend_amount,
     record_recategorize,
+    said,
     spend_arguments,
     spend_sentence,
     txn_noun,
@@ -28,34 +29,16 @@ from toolwild.synth.providers.ledger.common import (
 from toolwild.synth.providers.ledger.phrasing import (
     day_phrase,
     last_month,
-    money,
     month_before_last,
     month_day,
     month_end_phrase,
-    nick,
     number,
     of_day,
-    the_nick,
     this_month,
 )
 from toolwild.synth.providers.ledger.scenario import Context, Memo, Mode, Option, Recorder, option
 
 __all__ = ["single_options"]
-
-_BANK = (CHECKING, SAVINGS, CREDIT_CARD)
-_SPEND_CATEGORIES = (
-    "Expenses:Food",
-    "Expenses:Food:Groceries",
-    "Expenses:Food:Restaurants",
-    "Expenses:Transport",
-    "Expenses:Shopping",
-    "Expenses:Utilities",
-)
-_BALANCE_QUESTIONS = {
-    CHECKING: ("What's my checking balance right now?", "How much money is in my checking account?"),
-    SAVINGS: ("How much do I have in savings?", "What's the balance of my savings account?"),
-    CREDIT_CARD: ("How much do I owe on the credit card?", "What's my credit card balance?"),
-}
 
 
 # ---------------------------------------------------------------------------------------------------- balances
@@ -66,8 +49,8 @@ def _balance_build(ctx: Context, account: str, as_of: str | None = None) -> Any:
             args["date"] = as_of
         _, result = rec.call("get_balance", args)
         ctx.salient[ctx.position] = account
-        ctx.balances.append((ctx.position, account, result["balances"].get("USD", "0.00"), as_of))
-        return balance_sentence(result)
+        ctx.balances.append((ctx.position, account, ctx.profile.amount_of(result["balances"]), as_of))
+        return balance_sentence(ctx, result)
 
     return build
 
@@ -77,15 +60,21 @@ _option = partial(option, TaskType.SINGLE)
 
 def _balances(ctx: Context) -> list[Option]:
     out = []
+    banks = list(ctx.profile.banks)
     if ctx.position == 0:
-        account = ctx.pick(list(_BANK))
-        text = ctx.pick(list(_BALANCE_QUESTIONS[account]))
+        if not banks:
+            return out
+        account = ctx.pick(banks)
+        text = ctx.pick(list(ctx.profile.balance_questions(account)))
         out.append(
             _option("balance", text, "first", None, _balance_build(ctx, account), key=("balance", account, None))
         )
         month_end = last_month(ctx.today).end
-        account = ctx.pick([CHECKING, SAVINGS])
-        text = f"What was in {nick(account)} at the end of {month_end_phrase(month_end)}?"
+        cash = [a for a in (ctx.profile.checking, ctx.profile.savings) if a is not None]
+        if not cash:
+            return out
+        account = ctx.pick(cash)
+        text = f"What was in {ctx.nick(account)} at the end of {month_end_phrase(month_end)}?"
         build = _balance_build(ctx, account, month_end.isoformat())
         out.append(
             _option("balance_as_of", text, "first", None, build, key=("balance", account, month_end.isoformat()))
@@ -94,9 +83,10 @@ def _balances(ctx: Context) -> list[Option]:
     previous = [b for b in ctx.balances if b[0] == ctx.position - 1]
     if previous:
         _, account, _, as_of = previous[-1]
-        if as_of is None:
-            other = ctx.pick([a for a in _BANK if a != account])
-            text = ctx.pick([f"And {the_nick(other)}?", f"What about {the_nick(other)}?"])
+        others = [a for a in banks if a != account]
+        if as_of is None and others:
+            other = ctx.pick(others)
+            text = ctx.pick([f"And {ctx.the_nick(other)}?", f"What about {ctx.the_nick(other)}?"])
             build = _balance_build(ctx, other)
             out.append(
                 _option("balance_partial", text, "partial", ctx.position - 1, build, key=("balance", other, None))
@@ -127,24 +117,29 @@ def _salient_balance(ctx: Context) -> list[Option]:
                 else f"{back}how much is in those {noun} in total now?"
             )
         elif account.startswith("Liabilities"):
-            text = "How much do I owe on it right now?" if close else f"{back}what do I owe on {the_nick(account)} now?"
+            text = (
+                "How much do I owe on it right now?"
+                if close
+                else f"{back}what do I owe on {ctx.the_nick(account)} now?"
+            )
         elif account.startswith("Expenses"):
+            words = ctx.profile
             text = (
                 ctx.pick(
                     [
-                        "How much has gone into that in total so far this year?",
-                        "And what's the running total for that category this year?",
-                        "How much have I put into that since January?",
+                        f"How much has gone into that in total {words.so_far}?",
+                        f"And what's the running total for that category {words.this_year}?",
+                        f"How much have I put into that {words.since_start}?",
                     ]
                 )
                 if close
-                else f"{back}how much has gone into that category in total this year?"
+                else f"{back}how much has gone into that category in total {words.this_year}?"
             )
         elif account.startswith("Income"):
             text = (
-                "How much has come in from that so far this year?"
+                f"How much has come in from that {ctx.profile.so_far}?"
                 if close
-                else f"{back}how much has come in this year?"
+                else f"{back}how much has come in {ctx.profile.this_year}?"
             )
         else:
             text = (
@@ -160,12 +155,12 @@ def _salient_balance(ctx: Context) -> list[Option]:
 def _payment_balance(ctx: Context) -> list[Option]:
     out = []
     memo = ctx.single_memo(ctx.position - 1)
-    if memo and memo.payment in _BANK and memo.category.startswith("Expenses"):
+    if memo and memo.payment in ctx.profile.banks and memo.category.startswith("Expenses"):
         text = "What's the balance on the account I paid that with?"
         build = _balance_build(ctx, memo.payment)
         out.append(_option("payment_balance", text, "coref", memo.task, build, key=("balance", memo.payment, None)))
     for memo in [m for m in ctx.earlier_memos() if ctx.unambiguous(m)][:1]:
-        if memo.payment in _BANK and memo.category.startswith("Expenses"):
+        if memo.payment in ctx.profile.banks and memo.category.startswith("Expenses"):
             text = f"What's the balance now on the account I paid that {memo.payee} {txn_noun(memo)} with?"
             build = _balance_build(ctx, memo.payment)
             out.append(_option("payment_balance", text, "long", memo.task, build, key=("balance", memo.payment, None)))
@@ -177,8 +172,8 @@ def _spend_build(ctx: Context, period: Any, category: str) -> Any:
     def build(rec: Recorder) -> str:
         _, result = rec.call("spending_summary", spend_arguments(period, category))
         ctx.salient[ctx.position] = category
-        ctx.spends.append((ctx.position, category, period, result["total"].get("USD", "0.00")))
-        return spend_sentence(result, period, category)
+        ctx.spends.append((ctx.position, category, period, ctx.profile.amount_of(result["total"])))
+        return spend_sentence(ctx, result, period, category)
 
     return build
 
@@ -207,13 +202,16 @@ def _salient_history(ctx: Context) -> list[Option]:
 
 def _spending(ctx: Context) -> list[Option]:
     out = []
+    categories = list(ctx.profile.spend_categories)
     if ctx.position == 0:
-        category = ctx.pick(list(_SPEND_CATEGORIES))
+        if not categories:
+            return out
+        category = ctx.pick(categories)
         period = ctx.pick([last_month(ctx.today), this_month(ctx.today)])
         text = ctx.pick(
             [
-                f"How much did I spend on {nick(category)} {period.label}?",
-                f"What did {nick(category)} cost me {period.label}?",
+                f"How much did I spend on {ctx.nick(category)} {period.label}?",
+                f"What did {ctx.nick(category)} cost me {period.label}?",
             ]
         )
         key = ("spend", category, period.start_iso, period.end_iso)
@@ -222,11 +220,11 @@ def _spending(ctx: Context) -> list[Option]:
     previous = [s for s in ctx.spends if s[0] == ctx.position - 1]
     if previous:
         _, category, period, _ = previous[-1]
-        choices = [c for c in _SPEND_CATEGORIES if c != category and not c.startswith(category + ":")]
+        choices = [c for c in categories if c != category and not c.startswith(category + ":")]
         if not choices:
             return out
         other = ctx.pick(choices)
-        text = ctx.pick([f"What about {nick(other)}?", f"And {nick(other)}?"])
+        text = ctx.pick([f"What about {ctx.nick(other)}?", f"And {ctx.nick(other)}?"])
         build = _spend_build(ctx, period, other)
         key = ("spend", other, period.start_iso, period.end_iso)
         out.append(_option("spending_partial", text, "partial", ctx.position - 1, build, key=key))
@@ -293,7 +291,7 @@ def _find_build(ctx: Context, payee: str, period: Any) -> Any:
             return f"I found no {payee} transactions in {period.name}."
         listed = "; ".join(
             f"{month_day(date.fromisoformat(row['date']))}: "
-            f"{money(max(Decimal(p['amount']) for p in row['postings']))} "
+            f"{ctx.money(max(Decimal(p['amount']) for p in row['postings']))} "
             f"({row['id']})"
             for row in rows
         )
@@ -335,7 +333,8 @@ def _query(ctx: Context) -> list[Option]:
     bql = ctx.pick(
         [
             f"SELECT date, payee, number WHERE account ~ '^Expenses' AND date >= {start} ORDER BY number DESC LIMIT 5",
-            f"SELECT payee, sum(number) AS total WHERE account ~ 'Restaurants' AND date >= {start} GROUP BY payee "
+            f"SELECT payee, sum(number) AS total WHERE account ~ '{ctx.profile.query_pattern}' AND date >= {start} "
+            "GROUP BY payee "
             "ORDER BY total DESC",
         ]
     )
@@ -356,7 +355,7 @@ def _add_build(ctx: Context, args: dict[str, Any]) -> Any:
         _, memo = record_add(ctx, rec, args)
         ctx.salient[ctx.position] = memo.category
         return (
-            f"Added {memo.id}: {memo.payee}, {money(memo.amount)} {memo.narration.lower()} on "
+            f"Added {memo.id}: {memo.payee}, {ctx.money(memo.amount)} {memo.narration.lower()} on "
             f"{memo.day.isoformat()}, booked to {memo.category} and paid from {memo.payment}."
         )
 
@@ -365,19 +364,22 @@ def _add_build(ctx: Context, args: dict[str, Any]) -> Any:
 
 def _add(ctx: Context) -> list[Option]:
     out = []
+    if not ctx.profile.receipts:
+        return out
     if ctx.position == 0:
         ((receipt, amount),) = pick_receipts(ctx, 1)
-        card = ctx.rng.random() < 0.5
-        text = f"Add today's {receipt.payee} receipt: {number(amount)} {receipt.spoken}{paid_phrase(card)}."
-        out.append(
-            _option("add", text, "first", None, _add_build(ctx, add_arguments(receipt, amount, ctx.today, card=card)))
-        )
+        card = choose_card(ctx)
+        if card is None:
+            return out
+        text = f"Add today's {receipt.payee} receipt: {said(ctx, amount)} {receipt.spoken}{paid_phrase(ctx, card)}."
+        args = add_arguments(ctx, receipt, amount, ctx.today, card=card)
+        out.append(_option("add", text, "first", None, _add_build(ctx, args)))
         return out
-    memo = next((m for m in ctx.memos_of(ctx.position - 1) if m.added and m.payment == CREDIT_CARD), None)
+    memo = next((m for m in ctx.memos_of(ctx.position - 1) if m.added and m.payment == ctx.profile.card), None)
     if memo:
         ((receipt, amount),) = pick_receipts(ctx, 1)
-        text = f"Add another one from today on the same card: {receipt.payee}, {number(amount)} {receipt.spoken}."
-        args = add_arguments(receipt, amount, ctx.today, card=True)
+        text = f"Add another one from today on the same card: {receipt.payee}, {said(ctx, amount)} {receipt.spoken}."
+        args = add_arguments(ctx, receipt, amount, ctx.today, card=True)
         out.append(_option("add_partial", text, "partial", memo.task, _add_build(ctx, args)))
     return out
 
@@ -417,8 +419,8 @@ def _amend_amount(ctx: Context) -> list[Option]:
             _, after = record_amend_amount(ctx, rec, memo, new)
             ctx.salient[ctx.position] = after.category
             return (
-                f"Done: {after.id} ({after.payee}, {month_day(after.day)}) is now {money(after.amount)} instead of "
-                f"{money(memo.amount)}."
+                f"Done: {after.id} ({after.payee}, {month_day(after.day)}) is now {ctx.money(after.amount)} instead of "
+                f"{ctx.money(memo.amount)}."
             )
 
         out.append(_option("amend_amount", text, mode, memo.task, build))
@@ -429,7 +431,7 @@ def _amend_date(ctx: Context) -> list[Option]:
     out = []
     yesterday = ctx.today - timedelta(days=1)
     for memo, mode in _targets(ctx):
-        if not memo.added or memo.day != ctx.today:
+        if not memo.added or memo.day != ctx.today or not ctx.writable(replace(memo, day=yesterday)):
             continue
         if mode == "coref":
             text = ctx.pick(
@@ -440,9 +442,9 @@ def _amend_date(ctx: Context) -> list[Option]:
 
         def build(rec: Recorder, memo: Memo = memo) -> str:
             _, result = rec.call("amend_transaction", {"transaction_id": memo.id, "date": yesterday.isoformat()})
-            after = ctx.remember(result["transaction"], added=True)
+            after = ctx.remember(result["transaction"], added=True, was=memo.id)
             ctx.salient[ctx.position] = after.category
-            return f"Fixed: {after.id} ({after.payee}, {money(after.amount)}) is now dated {after.day.isoformat()}."
+            return f"Fixed: {after.id} ({after.payee}, {ctx.money(after.amount)}) is now dated {after.day.isoformat()}."
 
         out.append(_option("amend_date", text, mode, memo.task, build))
     return out
@@ -454,7 +456,7 @@ def recategorize_build(ctx: Context, memo: Memo, target: str) -> Any:
     def build(rec: Recorder) -> str:
         _, old, after = record_recategorize(ctx, rec, memo, target)
         ctx.salient[ctx.position] = target
-        return f"Moved {after.id} ({after.payee}, {money(after.amount)}) from {old} to {target}."
+        return f"Moved {after.id} ({after.payee}, {ctx.money(after.amount)}) from {old} to {target}."
 
     return build
 
@@ -464,12 +466,12 @@ def _recategorize(ctx: Context) -> list[Option]:
     for memo, mode in _targets(ctx):
         if not can_move(ctx, memo):
             continue
-        fix = RECATEGORIZATIONS[memo.category]
+        fix = ctx.profile.recategorizations[memo.category]
         if mode == "coref":
-            text = f"Actually, {fix.reason}. Put it under {nick(fix.target)}."
+            text = f"Actually, {fix.reason}. Put it under {ctx.nick(fix.target)}."
         else:
             text = (
-                f"Move the {memo.payee} {txn_noun(memo)} {of_day(memo.day, ctx.today)} to {nick(fix.target)}; "
+                f"Move the {memo.payee} {txn_noun(memo)} {of_day(memo.day, ctx.today)} to {ctx.nick(fix.target)}; "
                 f"{fix.reason}."
             )
         out.append(_option("recategorize", text, mode, memo.task, recategorize_build(ctx, memo, fix.target)))
@@ -479,7 +481,7 @@ def _recategorize(ctx: Context) -> list[Option]:
 def _delete(ctx: Context) -> list[Option]:
     out = []
     for memo, mode in _targets(ctx):
-        if not memo.added:
+        if not memo.added or not ctx.writable(memo):
             continue
         transfer = not memo.category.startswith("Expenses")
         if mode == "coref":
@@ -499,7 +501,7 @@ def _delete(ctx: Context) -> list[Option]:
             ctx.salient[ctx.position] = memo.category
             gone = result["deleted"]
             return (
-                f"Deleted {gone['id']} ({gone['payee']}, {money(memo.amount)} on {gone['date']}). The ledger still "
+                f"Deleted {gone['id']} ({gone['payee']}, {ctx.money(memo.amount)} on {gone['date']}). The ledger still "
                 "validates."
             )
 
@@ -516,6 +518,7 @@ def _amend_found(ctx: Context) -> list[Option]:
     rows = [ledger[i] for i in previous[-1][3] if i in ledger]
     days = [r["date"] for r in rows]
     unique = [r for r in rows if days.count(r["date"]) == 1 and r["id"] not in ctx.touched | ctx.amended]
+    unique = [r for r in unique if ctx.writable(ctx.memo_from(r, added=False, task=ctx.position - 1))]
     if not unique:
         return []
     row = ctx.pick(unique)
@@ -527,8 +530,8 @@ def _amend_found(ctx: Context) -> list[Option]:
         _, after = record_amend_amount(ctx, rec, memo, new)
         ctx.salient[ctx.position] = after.category
         return (
-            f"Done: {after.id} ({after.payee}, {month_day(after.day)}) is now {money(after.amount)} instead of "
-            f"{money(memo.amount)}."
+            f"Done: {after.id} ({after.payee}, {month_day(after.day)}) is now {ctx.money(after.amount)} instead of "
+            f"{ctx.money(memo.amount)}."
         )
 
     return [_option("amend_found", text, "coref", ctx.position - 1, build)]
@@ -552,7 +555,7 @@ def _memo_follow_ups(ctx: Context) -> list[Option]:
         out.append(
             _option("memo_category_month", text, mode, memo.task, _spend_build(ctx, now, memo.category), key=key)
         )
-        if mode == "coref" and memo.payee in FINDABLE_PAYEES:
+        if mode == "coref" and memo.payee in ctx.profile.findable_payees:
             text = "What else have I bought there this month?"
             key = ("find", memo.payee, now.start_iso, now.end_iso)
             out.append(_option("memo_store_month", text, mode, memo.task, _find_build(ctx, memo.payee, now), key=key))

@@ -17,19 +17,31 @@ from toolwild.synth.providers.ledger.scenario import GenerationError
 __all__ = ["build_ledger_suite", "write_ledger_suite"]
 
 
-def build_ledger_suite(n_sessions: int = 64, *, seed: int = 0, like_published: bool = False) -> Suite:
-    """Generate ``n_sessions`` four-task sessions over seeded ledgers (deterministic for a given ``seed``).
+def build_ledger_suite(
+    n_sessions: int = 64,
+    *,
+    seed: int = 0,
+    like_published: bool = False,
+    ledger: Path | None = None,
+    ledger_ref: str | None = None,
+) -> Suite:
+    """Generate ``n_sessions`` four-task sessions over seeded ledgers, or over a user's own ledger (deterministic for
+    a given ``seed`` and ledger).
 
     Args:
         n_sessions: how many sessions.
-        seed: the suite seed; session ``i`` uses the ledger of seed ``seed * 10000 + i``.
+        seed: the suite seed; session ``i`` uses the ledger of seed ``seed * 10000 + i`` (without ``ledger``) and
+            its own random stream.
         like_published: use every ordering of the four coarse types once per 256 sessions (the published design,
             see :func:`toolwild.core.patterns.published_patterns`) instead of the default transition-bucket cycle.
+        ledger: a user's own Beancount file every session starts from (see :class:`.provider.LedgerTemplates`).
+        ledger_ref: how the sessions name that file (default: ``ledger`` as given).
 
     Raises:
         GenerationError: a session could not be built (a template bug: the suite must be whole).
+        ConfigError: ``ledger`` is missing or does not load cleanly.
     """
-    provider = LedgerTemplates(seed, like_published)
+    provider = LedgerTemplates(seed, like_published, ledger=ledger, ledger_ref=ledger_ref)
     sessions = []
     for index in range(n_sessions):
         outcome = provider.build(index)

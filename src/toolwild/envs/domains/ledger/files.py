@@ -1,0 +1,106 @@
+"""A ledger's files on disk: read as text, written atomically, locked while written.
+
+A Beancount ledger is one main file plus the files it ``include``s. Whoever writes a user's books must never leave
+a half-written file (a crash mid-write would lose their records), never change bytes it did not mean to change (line
+endings included), and never let two writers interleave a read-validate-replace. Those three rules live here, so the
+tools above them only decide *what* the new text is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from toolwild.errors import ConfigError
+
+__all__ = ["LedgerError", "atomic_write", "folder_lock", "newline_of", "read_text"]
+
+
+class LedgerError(ConfigError, ValueError):
+    """A ledger that cannot be used: a file that cannot be read or a ledger that does not load cleanly.
+
+    It is a :class:`~toolwild.errors.ConfigError` (the user's own file, named with the line and the construct, is
+    the input at fault) and a ``ValueError`` (what an episode started from bad ``ledger_text`` always raised).
+    """
+
+
+def read_text(path: Path) -> str:
+    """The file's text, decoded as UTF-8 (Beancount's only encoding), line endings untouched.
+
+    Raises:
+        LedgerError: the file is missing, unreadable, or not UTF-8 (naming the file and line of the first bad byte).
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise LedgerError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise LedgerError(
+            f"{path} line {line}: not UTF-8 (byte {raw[exc.start]:#04x}); Beancount files are UTF-8"
+        ) from None
+
+
+def newline_of(text: str) -> str:
+    """The line ending most lines of ``text`` use (``\\r\\n`` or ``\\n``): what new lines in that file must use."""
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf > text.count("\n") - crlf else "\n"
+
+
+def atomic_write(path: Path, text: str, *, durable: bool = False) -> None:
+    """Replace ``path`` with ``text`` (UTF-8, line endings as given) so that readers see the old or the new file,
+    never a partial one: a temp file in the same folder, then ``os.replace``.
+
+    The new file keeps the old one's permission bits (a temp file is created 0600). ``durable`` also flushes the
+    data to disk before the replace, for a user's own books; an episode's private copy does not need it. A symlink
+    is followed: the file it points to is replaced, and the link stays a link.
+    """
+    path = Path(os.path.realpath(path))
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
+        with contextlib.suppress(OSError):
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+_THREAD_LOCKS: dict[str, threading.Lock] = {}
+_THREAD_LOCKS_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Exclusive access to a ledger's folder for one read-validate-replace, across threads and processes.
+
+    The lock is ``flock`` on the folder itself (POSIX): the folder's inode survives every ``os.replace`` of a file
+    in it (a lock on the file would not), and no lock file is written into the user's folder. Threads of one
+    process also take a lock per folder, which is all there is where ``fcntl`` is missing (Windows).
+    """
+    key = str(folder.resolve())
+    with _THREAD_LOCKS_GUARD:
+        thread_lock = _THREAD_LOCKS.setdefault(key, threading.Lock())
+    with thread_lock:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows
+            yield
+            return
+        fd = os.open(key, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the flock
