@@ -2,12 +2,15 @@
 
 Each command reads a foreign format, writes one `Tool` per line, and prints what it read, what it skipped and
 what the schema lint found, so the defects of a source are visible at import time rather than discovered later
-when a simulator or an agent trips over them. The lead CLI mounts :data:`import_app` as ``toolwild import``.
+when a simulator or an agent trips over them. ``import mcp`` asks a live MCP server for its tools and writes one
+environment file. The lead CLI mounts :data:`import_app` as ``toolwild import``.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -17,9 +20,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from toolwild.cli._common import progress_bar
-from toolwild.core.environment import BackendKind, Environment
+from toolwild.core.environment import DEFAULT_MCP_TIMEOUT_S, BackendKind, Environment, McpServer
 from toolwild.core.files import safe_filename
-from toolwild.core.formats.environment import check_environment, write_environment_in
+from toolwild.core.formats.environment import ENV_SUFFIX, check_environment, write_environment, write_environment_in
+from toolwild.core.formats.mcp import SkippedTool, environment_from_mcp
 from toolwild.core.formats.synthtools import (
     LintCode,
     LintFinding,
@@ -30,8 +34,8 @@ from toolwild.core.formats.synthtools import (
 from toolwild.core.formats.synthtools_envs import environments_from_synthtools, load_synthtools_meta
 from toolwild.core.formats.wtb_envs import environment_from_session, environments_from_tool_lists
 from toolwild.core.jsonl import read_jsonl
-from toolwild.core.tool import Tool
-from toolwild.errors import DataError
+from toolwild.core.tool import Effect, Tool
+from toolwild.errors import ConfigError, DataError
 
 __all__ = ["import_app"]
 
@@ -39,7 +43,7 @@ SKIPPED_SHOWN = 10
 """How many skipped files are listed by name; the rest are only counted (a broken release skips thousands)."""
 
 import_app = typer.Typer(
-    help="Import tools published in other formats (SynthTools, ...) into toolwild JSONL.",
+    help="Import tools published in other formats (SynthTools, WildToolBench, MCP servers) into toolwild files.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -245,3 +249,171 @@ def wtb_envs(
         err.print(f"[bold red]error:[/] cannot write: {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     Console().print(f"environments: {len(environments):,} ({backend.value}) -> {escape(str(out))}", highlight=False)
+
+
+class ImportBackend(StrEnum):
+    """The backends an imported MCP listing can run on (it has no code for ``python``, no recordings for
+    ``replay``)."""
+
+    MCP = "mcp"
+    LLM = "llm"
+
+
+def _mcp_server(
+    command: list[str] | None, url: str | None, env: list[str], cwd: Path | None, timeout: float
+) -> McpServer:
+    """The connection to record, from the options: exactly one of a command and a URL, never a secret.
+
+    Raises:
+        DataError: neither or both given, an ``--env NAME=VALUE`` (a value would be stored), a URL with credentials.
+    """
+    from pydantic import ValidationError
+
+    from toolwild.core.jsonl import validation_to_data_error
+
+    if bool(command) == (url is not None):
+        raise DataError("give the server as `-- COMMAND ARGS...` (stdio) or as --url URL (streamable HTTP), not both")
+    if any("=" in name for name in env):
+        raise DataError("--env takes a variable's NAME only: its value is read when the server starts, never stored")
+    try:
+        if url is not None:
+            return McpServer(url=url, timeout_s=timeout)
+        return McpServer(command=command, env=env, cwd=str((cwd or Path.cwd()).resolve()), timeout_s=timeout)
+    except ValidationError as exc:
+        raise validation_to_data_error(exc, prefix="mcp") from None
+
+
+def _default_id(out: Path) -> str:
+    """The id a file gets when --id is not given: its name without ``.env.json`` (``notes.env.json`` -> ``notes``)."""
+    name = out.name
+    return name[: -len(ENV_SUFFIX)] if name.endswith(ENV_SUFFIX) and len(name) > len(ENV_SUFFIX) else out.stem
+
+
+def _mcp_table(environment: Environment) -> Table:
+    """The imported tools: name, effect and the annotations they came from."""
+    table = Table(title=f"{environment.id} tools", title_justify="left")
+    table.add_column("tool", style="bold", overflow="fold")
+    table.add_column("effect")
+    table.add_column("output schema")
+    table.add_column("annotations", overflow="fold")
+    for tool in environment.tools:
+        hints = tool.extra.get("mcp", {}).get("annotations") or {}
+        shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in hints.items() if k.endswith("Hint"))
+        effect = tool.effect.value if tool.effect is not None else Effect.WRITE.value
+        table.add_row(escape(tool.name), effect, "yes" if tool.returns else "no", escape(shown or "(none)"))
+    return table
+
+
+def _report_skipped(err: Console, skipped: list[SkippedTool]) -> None:
+    for item in skipped:
+        err.print(
+            f"[yellow]warning:[/] skipped tool {escape(item.name)!s} ({escape(item.field)}): {escape(item.reason)}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+@import_app.command("mcp", context_settings={"allow_interspersed_args": False, "help_option_names": ["-h", "--help"]})
+def mcp(
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", dir_okay=False, help="The environment file to write (ENV.env.json)."),
+    ],
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="-- COMMAND ARGS",
+            show_default=False,
+            help="The server's command line (stdio), after `--`.",
+        ),
+    ] = None,
+    url: Annotated[
+        str | None, typer.Option(help="The server's streamable-HTTP endpoint (http://host:port/mcp).")
+    ] = None,
+    env_id: Annotated[
+        str | None, typer.Option("--id", help="The environment id (default: the file name before .env.json).")
+    ] = None,
+    backend: Annotated[
+        ImportBackend,
+        typer.Option(help="mcp = calls go to the live server; llm = a model simulates the tools (safe generation)."),
+    ] = ImportBackend.MCP,
+    env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env",
+            metavar="NAME",
+            help="A variable the server needs, passed from your environment when it starts (repeatable; the "
+            "name is stored, never the value).",
+        ),
+    ] = None,
+    cwd: Annotated[
+        Path | None,
+        typer.Option(file_okay=False, exists=True, help="The command's working directory (default: here)."),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(min=0.1, help="Seconds the server may take to start or to answer a call (stored in the file)."),
+    ] = DEFAULT_MCP_TIMEOUT_S,
+    skip_invalid: Annotated[
+        bool,
+        typer.Option(
+            "--skip-invalid", help="Skip tools whose schemas are unusable (each named in a warning) instead of failing."
+        ),
+    ] = False,
+) -> None:
+    """Record an MCP server's tools as an environment file.
+
+    Starts (or reaches) the server once with the official MCP client and reads
+    every page of its tool list: names, descriptions, input and output schemas,
+    annotations (readOnlyHint true -> read, anything else -> write).
+    The file keeps how to reach the server (command and folder, or URL; the
+    names of --env variables, never their values, nor any header): the `mcp`
+    backend starts it again, one server session per episode.
+    Exit 1, naming the tool and field, when a schema is unusable.
+    """
+    from toolwild.envs.mcp import list_server_tools
+
+    err = Console(stderr=True)
+    try:
+        server = _mcp_server(command, url, env or [], cwd, timeout)
+        listing = list_server_tools(server)
+        name = listing.server_name or ""
+        source = {
+            key: value
+            for key, value in {
+                "server_name": listing.server_name,
+                "server_version": listing.server_version,
+                "protocol_version": listing.protocol_version,
+            }.items()
+            if value
+        }
+        environment, skipped = environment_from_mcp(
+            listing.tools,
+            env_id=env_id or _default_id(out),
+            server=server,
+            backend=BackendKind(backend.value),
+            description=(listing.instructions or (f"The tools of the MCP server {name}." if name else "")).strip(),
+            source=source,
+            skip_invalid=skip_invalid,
+        )
+        check_environment(environment)
+        write_environment(environment, out)
+    except (DataError, ConfigError) as exc:
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    except OSError as exc:
+        err.print(f"[bold red]error:[/] cannot write: {escape(str(exc))}", highlight=False)
+        raise typer.Exit(1) from None
+    _report_skipped(err, skipped)
+    console = Console()
+    reads = sum(t.effect is Effect.READ for t in environment.tools)
+    where = f"{name} {listing.server_version or ''}".strip() or server.describe()
+    console.print(
+        f"tools: {len(environment.tools):,} ({reads} read, {len(environment.tools) - reads} write) from "
+        f"{escape(where)} ({listing.pages} page{'s' if listing.pages != 1 else ''}, protocol "
+        f"{listing.protocol_version}); {len(skipped)} skipped",
+        highlight=False,
+        soft_wrap=True,
+    )
+    console.print(_mcp_table(environment))
+    console.print(f"environment: {escape(environment.id)} ({backend.value}) -> {escape(str(out))}", highlight=False)

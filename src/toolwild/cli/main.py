@@ -63,7 +63,9 @@ app.add_typer(audit_app, name="audit")
 app.add_typer(serve_app, name="serve")
 
 app.add_typer(
-    import_app, name="import", help="Import tools and environments from other formats (SynthTools, WildToolBench, MCP servers)."
+    import_app,
+    name="import",
+    help="Import tools and environments from other formats (SynthTools, WildToolBench, MCP servers).",
 )
 
 

@@ -43,6 +43,10 @@ class ToolErrorKind(StrEnum):
     SIMULATION_FAILED = "simulation_failed"
     """The simulator could not produce a valid answer; the state is unchanged (the environment's fault, not the
     agent's: runs report these apart)."""
+    UNAVAILABLE = "unavailable"
+    """The environment's service could not answer: a live server (``mcp``) that did not start, died, timed out or
+    broke its own contract. Like ``simulation_failed`` it is the environment's fault, not the agent's; whether the
+    call had an effect is unknown."""
 
 
 class ToolError(BaseModel):
@@ -101,6 +105,9 @@ class EnvironmentBackend(ABC):
     """A tool set and a way to start isolated episodes."""
 
     id: str = "environment"
+    observable_state: bool = True
+    """False when ``state()`` cannot see the service's state (a live MCP server answers calls but has no state API):
+    then state checks and the "a write changed nothing" rule of generation do not apply to it."""
 
     @property
     @abstractmethod

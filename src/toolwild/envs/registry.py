@@ -102,6 +102,10 @@ def backend_for(environment: Environment, *, simulator: LLM | None = None) -> En
                 f"environment {environment.id!r} is simulated by a model: choose one (e.g. --env-model local)"
             )
         return SimulatedEnvironment(environment, simulator)
+    if environment.backend is BackendKind.MCP:
+        from toolwild.envs.mcp import mcp_backend
+
+        return mcp_backend(environment)
     if environment.id in ENVIRONMENTS:
         return _builtin_environment(environment.id)
     raise ConfigError(f"environment {environment.id!r} says it is Python code, but no built-in has that id")

@@ -126,6 +126,8 @@ def replay_skip_reason(session: Session, *, base_dir: Path | None = None, simula
         return None
     if described is not None and described.backend is BackendKind.LLM and simulator is None:
         return "run on a model-simulated environment (give --env-model and the generation run's --cache)"
+    if described is not None and described.backend is BackendKind.MCP:
+        return "run on a live MCP server (a replay would call it again, writes included; its answers need not repeat)"
     return None
 
 

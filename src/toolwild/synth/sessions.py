@@ -219,12 +219,13 @@ async def _fill_pattern(
             except Dropped as dropped:
                 drops[dropped.reason] += 1
                 examples.setdefault(dropped.reason, str(dropped)[:300])
-                state.simulator_failures += "simulation_failed" in dropped.reason
+                # the environment's own failures (a simulator that cannot answer, a live server that is down)
+                state.simulator_failures += "simulation_failed" in dropped.reason or "unavailable" in dropped.reason
                 if state.simulator_failures >= config.simulator_patience:
                     raise Unanswerable(
                         f"{state.simulator_failures} gold calls since the last task built ended in "
-                        "simulation_failed: the simulator model cannot answer this environment (try a larger "
-                        "--env-model)"
+                        "simulation_failed or unavailable: the environment cannot answer (a simulator model too small "
+                        "for it: try a larger --env-model; or a live server that is down)"
                     ) from None
                 await _rebuild(state)
         else:

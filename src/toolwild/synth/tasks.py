@@ -148,7 +148,8 @@ class _Builder:
         problems = schema_errors(tool.parameters, arguments)
         if problems:
             raise Dropped("arguments fail the schema", f"{tool.name}: {'; '.join(problems)[:200]}")
-        before = self.state.episode.state() if tool.effect is Effect.WRITE else None
+        watched = tool.effect is Effect.WRITE and self.state.env.backend.observable_state
+        before = self.state.episode.state() if watched else None
         observation = await self.state.episode.acall(tool.name, arguments)
         if not observation.ok:
             kind = observation.error.kind.value if observation.error else "error"
