@@ -1,4 +1,5 @@
-"""``toolwild audit``: test a simulated environment's tools against their contracts; calibrate the judge."""
+"""``toolwild audit``: test a simulated environment's tools against their contracts; calibrate the judge; audit a
+simulated user."""
 
 from __future__ import annotations
 
@@ -6,17 +7,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from toolwild.cli._common import RayAddressOption, check_executor, console, handled_errors, make_llm, run_async
+from toolwild.cli._common import (
+    EXIT_PROVIDER_ERRORS,
+    RayAddressOption,
+    check_executor,
+    console,
+    err_console,
+    handled_errors,
+    make_llm,
+    progress_bar,
+    run_async,
+)
 from toolwild.core.formats.environment import load_environment, write_environment
+from toolwild.errors import ConfigError
 from toolwild.llm.registry import describe_backends
 
 if TYPE_CHECKING:
     from toolwild.core.environment import Environment
+    from toolwild.eval.user_audit import UserAuditReport
     from toolwild.synth.audit import ToolAudit
 
-audit_app = typer.Typer(help="Audit simulated tools and calibrate the judge.", no_args_is_help=True)
+audit_app = typer.Typer(help="Audit simulated tools and users; calibrate the judge.", no_args_is_help=True)
 
 ModelOption = Annotated[str, typer.Option(help=f"Model: {'; '.join(describe_backends())}.")]
 BaseUrlOption = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")]
@@ -175,4 +189,125 @@ def calibrate_command(
     table.add_row("TP / FP / TN / FN", f"{result.tp} / {result.fp} / {result.tn} / {result.fn}")
     if result.unjudged:
         table.add_row("no valid verdict", str(result.unjudged))
+    console.print(table)
+
+
+@audit_app.command("user")
+def user_command(
+    suite_path: Annotated[
+        Path, typer.Argument(metavar="SUITE", exists=True, dir_okay=False, help="A WildToolBench-format suite.")
+    ],
+    user: Annotated[str, typer.Option(help="The simulated user: `model:M` (M as --model takes) or `recorded`.")] = (
+        "model:local"
+    ),
+    trials: Annotated[int, typer.Option(min=1, help="Runs of every session (trial t seeds the user with SEED+t).")] = 1,
+    limit: Annotated[int | None, typer.Option(min=1, help="Audit only the suite's first N sessions.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write the report (every run, turn and finding) here (JSON).")
+    ] = None,
+    base_url: BaseUrlOption = None,
+    cache: CacheOption = None,
+    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature of the user model.")] = 0.0,
+    seed: Annotated[int, typer.Option(help="Seed of the user model's first trial.")] = 0,
+    concurrency: Annotated[int, typer.Option(min=1, help="Sessions audited at once.")] = 4,
+) -> None:
+    """Run the oracle (gold path, gold questions) against a simulated user TRIALS times per session and check every
+    reply by code: a session fails when the user withholds an asked value, gives a wrong one, leaks a withheld one
+    before it is asked, ends the task early or never ends it. Prints the simulator's error rate with a 95% Wilson
+    interval and the sessions it breaks, with why."""
+    from toolwild.core.formats.wtb import load_wtb_suite
+    from toolwild.eval.user import ModelUser, RecordedUser, UserSimulator, parse_user_spec, user_prompt
+    from toolwild.eval.user_audit import audit_user, user_audit_report
+
+    with handled_errors():
+        model = parse_user_spec(user)
+        suite, _report = load_wtb_suite(suite_path)
+        if limit is not None:
+            suite = suite.model_copy(update={"sessions": suite.sessions[:limit]})
+        if not suite.sessions:
+            raise ConfigError(f"{suite_path}: the suite has no session to audit")
+        llm = make_llm(model, base_url=base_url, cache=cache, max_connections=concurrency) if model else None
+        simulator: UserSimulator = (
+            ModelUser(llm, temperature=temperature, seed=seed) if llm is not None else RecordedUser()
+        )
+        if trials > 1 and temperature == 0 and llm is not None:
+            err_console.print("[yellow]note:[/] at --temperature 0 the trials differ only where the model does")
+
+        async def go():
+            try:
+                with progress_bar("auditing the user") as bar:
+                    task = bar.add_task("runs", total=len(suite.sessions) * trials)
+                    return await audit_user(
+                        suite.sessions,
+                        simulator,
+                        trials=trials,
+                        concurrency=concurrency,
+                        on_done=lambda _run: bar.advance(task),
+                    )
+            finally:
+                if llm is not None:
+                    await llm.aclose()
+
+        runs = run_async(go())
+        report = user_audit_report(
+            suite.model_copy(update={"source": str(suite_path.resolve())}),
+            runs,
+            user=user,
+            trials=trials,
+            prompt=user_prompt().record() if llm is not None else None,
+            temperature=temperature if llm is not None else None,
+            seed=seed if llm is not None else None,
+            usage=llm.usage.as_dict() if llm is not None else None,
+        )
+        if out is not None:
+            from toolwild.core.files import write_json
+
+            write_json(out, report.model_dump(mode="json"))
+    _print_user_audit(report)
+    if report.provider_errors and len(report.provider_errors) * 2 > len(runs):
+        err_console.print(
+            f"[bold red]error:[/] {len(report.provider_errors)} of {len(runs)} run(s) lost to the provider"
+        )
+        raise typer.Exit(EXIT_PROVIDER_ERRORS)
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def _print_user_audit(report: UserAuditReport) -> None:
+    """The summary (error rate, interval, findings by kind, the oracle's score) and the broken sessions."""
+    summary = Table(title=f"User audit: {report.user}", title_justify="left", show_header=False)
+    rate = _percent(report.error_rate)
+    if report.interval is not None:
+        rate += f" (95% CI {report.interval.low:.1%}\u2013{report.interval.high:.1%}, Wilson)"
+    summary.add_row("error rate", rate)
+    summary.add_row("runs failed", f"{report.failed_runs} of {report.runs} (sessions x trials)")
+    summary.add_row("sessions", f"{report.sessions} ({report.trials} trial(s) each)")
+    for kind, count in report.by_kind.items():
+        summary.add_row(f"  {kind}", f"{count} run(s)")
+    summary.add_row("oracle task accuracy", _percent(report.oracle_task_accuracy))
+    if report.prompt_version is not None:
+        summary.add_row("prompt", f"version {report.prompt_version}, sha256 {(report.prompt_sha256 or '')[:12]}")
+    if report.usage is not None:
+        total = report.usage.get("total", {})
+        summary.add_row(
+            "model calls", f"{total.get('calls', 0)} ({total.get('cache_hits', 0)} answered from the cache)"
+        )
+    if report.provider_errors:
+        summary.add_row(
+            "lost to the provider", f"{len(report.provider_errors)} run(s): {', '.join(report.provider_errors[:5])}"
+        )
+    console.print(summary)
+    if not report.broken:
+        return
+    table = Table(title="Sessions the user broke", title_justify="left")
+    for column in ("session", "trials", "why (first finding per trial)"):
+        table.add_column(column, overflow="fold")
+    for broken in report.broken:
+        table.add_row(
+            escape(broken.session_id),
+            ", ".join(str(t) for t in broken.trials),
+            escape("\n".join(broken.why)),
+        )
     console.print(table)

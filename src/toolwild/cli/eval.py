@@ -24,17 +24,21 @@ from toolwild.core.formats.wtb import load_wtb_suite, write_wtb_suite
 from toolwild.core.session import Suite
 from toolwild.core.verdict import Metrics, ScoringMode
 from toolwild.errors import ConfigError, ToolwildError
-from toolwild.eval.build import AGENT_FORMS, build_agent, build_simulator
+from toolwild.eval.build import AGENT_FORMS, build_agent, build_simulator, build_user
 from toolwild.eval.metrics.passk import compute_trial_metrics
 from toolwild.eval.runner import (
+    USER_AUDIT,
     RunConfig,
     RunProgress,
     load_run_config,
     load_run_trajectories,
+    mark_user_failures,
     run_trials,
     write_trial_verdicts,
 )
 from toolwild.eval.session import HistoryMode
+from toolwild.eval.user import USER_FORMS, UserSimulator, parse_user_spec, user_prompt
+from toolwild.eval.user_audit import UserAuditReport, audit_user, load_user_audit, user_audit_report, user_summary
 from toolwild.export.wtb_result import write_wtb_results
 from toolwild.llm.cache import CacheMode
 from toolwild.llm.redact import redact_url
@@ -119,6 +123,25 @@ def eval_command(
             rich_help_panel="Agent and model",
         ),
     ] = None,
+    user: Annotated[
+        str,
+        typer.Option(
+            help=f"Who answers the agent: {' or '.join(USER_FORMS)} (a simulated user; free history, audited first).",
+            rich_help_panel="Agent and model",
+        ),
+    ] = "recorded",
+    user_temperature: Annotated[
+        float,
+        typer.Option(min=0.0, help="Sampling temperature of a simulated user.", rich_help_panel="Agent and model"),
+    ] = 0.0,
+    exclude_user_failures: Annotated[
+        bool,
+        typer.Option(
+            "--exclude-user-failures",
+            help="Leave out the sessions the user audit found the simulated user breaking.",
+            rich_help_panel="Scoring",
+        ),
+    ] = False,
     prompt_mode: Annotated[
         bool | None,
         typer.Option(
@@ -233,6 +256,7 @@ def eval_command(
             if limit is not None or only is not None:
                 raise ConfigError("a resumed run keeps its sessions: leave out --limit and --sessions")
             config = _resume_config(resume, base_url)
+            _check_user_prompt(config)
             if trials is not None and trials != config.trials:
                 raise ConfigError(f"a resumed run keeps its trials ({config.trials}): leave out --trials")
             run_dir = resume
@@ -262,6 +286,14 @@ def eval_command(
                 run_dir.mkdir(parents=True, exist_ok=True)
                 write_wtb_suite(chosen, run_dir / "suite.jsonl")
                 suite_path = run_dir / "suite.jsonl"
+            simulated = parse_user_spec(user) is not None
+            if simulated:
+                if history is HistoryMode.WTB:
+                    raise ConfigError("a simulated user (--user model:M) needs the agent's own history: --history free")
+                history = HistoryMode.FREE
+                mode = ScoringMode.STRICT  # the published live loop's labels need the recorded user (README)
+            elif exclude_user_failures:
+                raise ConfigError("--exclude-user-failures needs a simulated user (--user model:M)")
             config = RunConfig(
                 suite=str(suite_path.resolve()),
                 agent=agent,
@@ -281,12 +313,18 @@ def eval_command(
                 count_provider_errors=count_provider_errors,
                 cache=cache.value,
                 env_model=env_model,
+                user=user,
+                user_temperature=user_temperature,
+                exclude_user_failures=exclude_user_failures,
+                **(user_prompt().record() if simulated else {}),
             )
         suite, report = load_wtb_suite(config.suite, skip_invalid=skip_invalid)
         report_skipped(report)
         live_url = base_url if base_url is not None else config.base_url
         agent_obj, llm = build_agent(config.model_copy(update={"base_url": live_url}), run_dir, suite=suite)
         simulator = build_simulator(config.model_copy(update={"base_url": live_url}), run_dir, llm)
+        user_obj, user_llm = build_user(config.model_copy(update={"base_url": live_url}), run_dir, llm)
+        user_report: UserAuditReport | None = None
 
         label = "[bold]sessions" if config.trials == 1 else f"[bold]sessions × {config.trials} trials"
         with progress_bar(label, status="status") as progress:
@@ -304,9 +342,12 @@ def eval_command(
                 progress.update(bar, completed=p.done, status=status)
 
             async def run() -> list:
+                nonlocal user_report
                 try:
                     if preflight:
-                        await _preflight(llm, simulator)
+                        await _preflight(llm, simulator, user_llm)
+                    if user_obj is not None:
+                        user_report = await _user_audit(suite, user_obj, config, run_dir)
                     remote = {}
                     if executor == "ray":
                         from toolwild.eval.runner import EvalWorker
@@ -326,10 +367,11 @@ def eval_command(
                         resume=resume is not None,
                         on_progress=show,
                         simulator=simulator,
+                        user=user_obj,
                         **remote,
                     )
                 finally:
-                    for client in {id(c): c for c in (llm, simulator) if c is not None}.values():
+                    for client in {id(c): c for c in (llm, simulator, user_llm) if c is not None}.values():
                         await client.aclose()
 
             try:
@@ -340,6 +382,10 @@ def eval_command(
                     f"Continue with: toolwild eval --resume {run_dir}[/]"
                 )
                 raise typer.Exit(130) from None
+        excluded = None
+        if config.exclude_user_failures and user_report is not None:
+            counts = [mark_user_failures(trial, user_report) for trial in by_trial]
+            excluded = counts[0]  # sessions (every trial leaves out the same ones)
         verdicts = by_trial[0]
         metrics = compute_trial_metrics(
             by_trial, model_name=agent_obj.name, mode=config.mode, count_provider_errors=config.count_provider_errors
@@ -349,6 +395,18 @@ def eval_command(
             metrics.extensions["usage"] = llm.usage.as_dict() if executor == "local" else remote_usage
         if simulator is not None and simulator is not llm:
             metrics.extensions["simulator_usage"] = simulator.usage.as_dict() if executor == "local" else remote_usage
+        if user_llm is not None and user_llm is not llm:
+            metrics.extensions["user_usage"] = user_llm.usage.as_dict() if executor == "local" else remote_usage
+        if user_report is not None:
+            metrics.extensions["user"] = {
+                "user": config.user,
+                "prompt_version": config.user_prompt_version,
+                "prompt_sha256": config.user_prompt_sha256,
+                "audit_error_rate": user_report.error_rate,
+                "audit_interval": user_report.interval.model_dump() if user_report.interval else None,
+                "audit_broken_sessions": sorted(b.session_id for b in user_report.broken),
+                "excluded_sessions": excluded,
+            }
         write_json(run_dir / "metrics.json", metrics.model_dump(mode="json"))
         write_trial_verdicts(run_dir, by_trial)
         trajectories = load_run_trajectories(run_dir)
@@ -356,6 +414,9 @@ def eval_command(
         if export_wtb_result is not None:
             write_wtb_results(export_wtb_result, suite, trajectories, verdicts, model_name=agent_obj.name)
     render_scoreboard(metrics, console)
+    if user_report is not None:
+        lost = sum(v.user_error is not None and not v.user_error.startswith("excluded:") for t in by_trial for v in t)
+        console.print(user_summary(user_report, user_errors=lost, excluded=excluded))
     console.print(f"run directory: {run_dir}")
     if config.trials > 1:
         console.print(
@@ -398,3 +459,35 @@ async def _preflight(*clients: LLM | None) -> None:
 
     for client in distinct:
         await preflight(client)
+
+
+def _check_user_prompt(config: RunConfig) -> None:
+    """A resumed run with a simulated user must be played by the same prompt: its sha256 is in the config."""
+    if config.user == "recorded" or config.user_prompt_sha256 is None:
+        return
+    now = user_prompt()
+    if now.sha256 != config.user_prompt_sha256:
+        raise ConfigError(
+            f"the simulated user's prompt changed since the run started (sha256 {config.user_prompt_sha256[:12]} in "
+            f"the run, {now.sha256[:12]} now, version {now.version}): resuming would mix two users"
+        )
+
+
+async def _user_audit(suite: Suite, user: UserSimulator, config: RunConfig, run_dir: Path) -> UserAuditReport:
+    """The run's user audit (the oracle against the simulated user, one trial per session), made once and kept in
+    the run directory: a resumed run reads it again."""
+    path = run_dir / USER_AUDIT
+    if path.exists():
+        return load_user_audit(path)
+    runs = await audit_user(suite.sessions, user, trials=1, concurrency=config.concurrency)
+    report = user_audit_report(
+        suite,
+        runs,
+        user=config.user,
+        trials=1,
+        prompt=user_prompt().record(),
+        temperature=config.user_temperature,
+        seed=config.seed,
+    )
+    write_json(path, report.model_dump(mode="json"))
+    return report

@@ -134,6 +134,10 @@ class TrajectoryStatus(StrEnum):
     """The provider failed or timed out after retries: listed apart, excluded from accuracy unless asked."""
     HARNESS_ERROR = "harness_error"
     """A toolwild or environment bug: listed, left out of the figures, and the run exits non-zero."""
+    USER_ERROR = "user_error"
+    """The simulated user failed (no usable turn after its retries): the simulator's failure, never the agent's;
+    listed and left out of the figures. Final: a resume keeps it (the simulator's replies are cached, it would fail
+    again)."""
 
 
 class Trajectory(BaseModel):

@@ -151,13 +151,16 @@ class SessionVerdict(BaseModel):
     """The provider failed after retries: the session is listed and left out of accuracy unless asked."""
     harness_error: str | None = None
     """A toolwild or environment bug ended this session: listed and left out; the figures are incomplete."""
+    user_error: str | None = None
+    """The simulated user broke this session (it failed in the run, or its audit found it unfaithful here and the
+    run excludes such sessions): listed and left out of the agent's figures."""
     transitions: int
     tasks: list[TaskVerdict]
 
     @property
     def excluded(self) -> bool:
-        """Not a result of the agent: a provider error or a harness error."""
-        return self.provider_error or self.harness_error is not None
+        """Not a result of the agent: a provider error, a harness error or the simulated user's failure."""
+        return self.provider_error or self.harness_error is not None or self.user_error is not None
 
     @property
     def correct(self) -> bool:

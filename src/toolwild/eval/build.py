@@ -12,11 +12,12 @@ from toolwild.eval.agents.model import ModelAgent
 from toolwild.eval.agents.oracle import OracleAgent
 from toolwild.eval.agents.scripted import ScriptedAgent, behaviour_coverage, load_behaviours
 from toolwild.eval.runner import RunConfig
+from toolwild.eval.user import UserSimulator, make_user
 from toolwild.llm.cache import CacheMode, ResponseCache
 from toolwild.llm.client import LLM
 from toolwild.llm.registry import create_backend
 
-__all__ = ["AGENT_FORMS", "build_agent", "build_simulator"]
+__all__ = ["AGENT_FORMS", "build_agent", "build_simulator", "build_user"]
 
 AGENT_FORMS = ("model", "oracle", "scripted:FILE")
 
@@ -91,3 +92,27 @@ def build_simulator(config: RunConfig, run_dir: Path, agent_llm: LLM | None) -> 
         max_connections=max(16, config.concurrency),
     )
     return LLM(backend, cache=ResponseCache(run_dir / "cache.sqlite", mode=CacheMode(config.cache)))
+
+
+def build_user(config: RunConfig, run_dir: Path, agent_llm: LLM | None) -> tuple[UserSimulator | None, LLM | None]:
+    """The simulated user of a run (``config.user``) and its model client; (None, None) for ``recorded`` (the
+    live loop of the published harness answers with the recorded replies itself).
+
+    Its model's client is the agent's when it is the same model (one model in memory, one cache; the user's calls
+    are accounted under their own role), else a new one on the run's cache.
+    """
+    if config.user == "recorded":
+        return None, None
+
+    def client(model: str) -> LLM:
+        if agent_llm is not None and model == (config.model or "local"):
+            return agent_llm
+        backend = create_backend(
+            model,
+            base_url=config.base_url,
+            request_timeout=config.request_timeout_s,
+            max_connections=max(16, config.concurrency),
+        )
+        return LLM(backend, cache=ResponseCache(run_dir / "cache.sqlite", mode=CacheMode(config.cache)))
+
+    return make_user(config.user, client, temperature=config.user_temperature, seed=config.seed)

@@ -54,14 +54,18 @@ from toolwild.errors import (
 )
 from toolwild.eval.agents.base import Agent
 from toolwild.eval.agents.model import ModelAgent
+from toolwild.eval.interactive import run_interactive_session, score_interactive_suite, score_with_user
 from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.scoring.session import failed_session, score_session, score_suite
 from toolwild.eval.session import HistoryMode, run_session
+from toolwild.eval.user import UserSimulator
+from toolwild.eval.user_audit import UserAuditReport, load_user_audit, user_failures
 from toolwild.llm.client import LLM
 from toolwild.run import Executor, LocalExecutor, Unit
 
 __all__ = [
     "TRIALS",
+    "USER_AUDIT",
     "VERDICTS",
     "EvalWorker",
     "RescoredRun",
@@ -73,6 +77,7 @@ __all__ = [
     "check_trial",
     "load_run_config",
     "load_run_trajectories",
+    "mark_user_failures",
     "rescore_run",
     "run_suite",
     "run_trials",
@@ -87,6 +92,9 @@ VERDICTS = "verdicts.jsonl"
 """Per-session verdicts of a run, rewritten whole at the end (like metrics.json), so a resumed run's file is whole."""
 TRIALS = "trials"
 """Folder of a trial run that holds trials 1..k-1 (``trials/<t>/trajectories.jsonl``, ``trials/<t>/verdicts.jsonl``)."""
+USER_AUDIT = "user_audit.json"
+"""The audit of a run's simulated user (``--user model:M``), made before the agent runs: what
+``--exclude-user-failures`` reads."""
 log = logging.getLogger(__name__)
 
 
@@ -130,13 +138,34 @@ class RunConfig(BaseModel):
     cache: str = "read-write"
     env_model: str | None = None
     """The model that simulates ``llm`` environments (free mode), if the suite uses any."""
+    user: str = "recorded"
+    """Who answers the agent: ``recorded`` (the suite's recorded replies to the gold's questions, the published
+    protocol) or ``model:M`` (a simulated user, :mod:`toolwild.eval.user`: free history, scored by
+    :func:`~toolwild.eval.interactive.score_interactive_session` in ``strict`` mode)."""
+    user_temperature: float = 0.0
+    """Sampling temperature of a simulated user (trial t seeds it with ``seed + t``)."""
+    user_prompt_version: str | None = None
+    user_prompt_sha256: str | None = None
+    """A simulated user's prompt file (``prompts/user.md``): its version line and the sha256 of its bytes."""
+    exclude_user_failures: bool = False
+    """Leave out the sessions the run's user audit (:data:`USER_AUDIT`) found the simulated user breaking."""
 
     @model_serializer(mode="wrap")
     def _one_trial_is_implied(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """``trials`` is written only when it is not 1 (see the field)."""
+        """``trials`` is written only when it is not 1 (see the field), the simulated user's fields only when there
+        is one: a run of before either is written as it was."""
         data = handler(self)
         if self.trials == 1:
             data.pop("trials", None)
+        if self.user == "recorded":
+            for key in (
+                "user",
+                "user_temperature",
+                "user_prompt_version",
+                "user_prompt_sha256",
+                "exclude_user_failures",
+            ):
+                data.pop(key, None)
         return data
 
 
@@ -288,9 +317,17 @@ def agent_for_trial(agent: Agent, config: RunConfig, trial: int) -> Agent:
     return agent
 
 
-async def _run_one(session: Session, agent: Agent, config: RunConfig, simulator: LLM | None) -> Trajectory:
-    """One session, its outcome classified: model failures inside the trajectory, provider and harness errors as
-    the trajectory's status."""
+async def _run_one(
+    session: Session,
+    agent: Agent,
+    config: RunConfig,
+    simulator: LLM | None,
+    *,
+    user: UserSimulator | None = None,
+    trial: int = 0,
+) -> Trajectory:
+    """One session, its outcome classified: model failures inside the trajectory, provider and harness errors (and
+    a simulated user's failure) as the trajectory's status. With ``user``, the session runs interactively."""
 
     def ended(status: TrajectoryStatus, error: str) -> Trajectory:
         return Trajectory(session_id=session.id, model=agent.name, status=status, error=error)
@@ -301,6 +338,21 @@ async def _run_one(session: Session, agent: Agent, config: RunConfig, simulator:
             if session.environment and config.history is HistoryMode.FREE
             else None
         )
+        if user is not None:
+            run = await run_interactive_session(
+                session,
+                agent,
+                user,
+                environment=environment,
+                max_steps_per_task=config.max_steps_per_task,
+                time_limit_s=config.session_timeout_s,
+                trial=trial,
+            )
+            if run.user_error is not None:
+                return run.trajectory.model_copy(
+                    update={"status": TrajectoryStatus.USER_ERROR, "error": run.user_error}
+                )
+            return run.trajectory
         return await run_session(
             session,
             agent,
@@ -334,6 +386,7 @@ class EvalWorker:
         self.run_dir = Path(run_dir)
         self.live_base_url = live_base_url
         self._opened: tuple[Agent, LLM | None, LLM | None] | None = None
+        self._user: tuple[UserSimulator | None, LLM | None] = (None, None)
         self._trial_agents: dict[int, Agent] = {}
 
     def __getstate__(self) -> dict[str, object]:
@@ -345,11 +398,12 @@ class EvalWorker:
     async def aopen(self) -> tuple[Agent, LLM | None, LLM | None]:
         """The agent, its model client and the simulator (built once)."""
         if self._opened is None:
-            from toolwild.eval.build import build_agent, build_simulator
+            from toolwild.eval.build import build_agent, build_simulator, build_user
 
             live = self.config.model_copy(update={"base_url": self.live_base_url or self.config.base_url})
             agent, llm = build_agent(live, self.run_dir)
             self._opened = (agent, llm, build_simulator(live, self.run_dir, llm))
+            self._user = build_user(live, self.run_dir, llm)
         return self._opened
 
     async def __call__(self, unit: Unit[SessionTrial]) -> Trajectory:
@@ -357,15 +411,19 @@ class EvalWorker:
         trial = unit.payload.trial
         if trial not in self._trial_agents:
             self._trial_agents[trial] = agent_for_trial(agent, self.config, trial)
-        return await _run_one(unit.payload.session, self._trial_agents[trial], self.config, simulator)
+        user = self._user[0]
+        return await _run_one(
+            unit.payload.session, self._trial_agents[trial], self.config, simulator, user=user, trial=trial
+        )
 
     async def aclose(self) -> None:
         """Close the clients."""
         if self._opened is not None:
             _agent, llm, simulator = self._opened
-            for client in {id(c): c for c in (llm, simulator) if c is not None}.values():
+            for client in {id(c): c for c in (llm, simulator, self._user[1]) if c is not None}.values():
                 await client.aclose()
         self._opened = None
+        self._user = (None, None)
         self._trial_agents = {}
 
 
@@ -380,6 +438,7 @@ async def run_suite(
     simulator: LLM | None = None,
     executor: Executor | None = None,
     worker: EvalWorker | None = None,
+    user: UserSimulator | None = None,
 ) -> list[SessionVerdict]:
     """Run every session not yet finished in ``run_dir`` and return the verdicts of all sessions of the suite.
 
@@ -400,6 +459,7 @@ async def run_suite(
         simulator=simulator,
         executor=executor,
         worker=worker,
+        user=user,
     )
     return by_trial[0]
 
@@ -415,6 +475,7 @@ async def run_trials(
     simulator: LLM | None = None,
     executor: Executor | None = None,
     worker: EvalWorker | None = None,
+    user: UserSimulator | None = None,
 ) -> list[list[SessionVerdict]]:
     """:func:`run_suite` for every trial of ``config.trials``: the verdicts of all sessions, one list per trial.
 
@@ -479,7 +540,7 @@ async def run_trials(
         for sid, traj in done[trial].items():
             session = suite.session(sid)
             assert session is not None
-            account(trial, _score(session, traj, config.mode, base_dir), traj)
+            account(trial, _score(session, traj, config, base_dir), traj)
             progress.skipped += 1
     # Longest sessions first (by gold steps): with N sessions at once, a long one started last would leave the
     # other slots idle while it finishes.
@@ -497,13 +558,22 @@ async def run_trials(
             if traj.status is TrajectoryStatus.HARNESS_ERROR:
                 halted.append(item)
             append_trajectory(handles[item.trial], traj)
-            account(item.trial, _score(item.session, traj, config.mode, base_dir), traj)
+            account(item.trial, _score(item.session, traj, config, base_dir), traj)
 
         await (executor or LocalExecutor(config.concurrency)).map(
             (Unit(key=_unit_key(item, config.trials), order=i, payload=item) for i, item in enumerate(todo)),
             worker
             if worker is not None
-            else (lambda unit: _run_one(unit.payload.session, agents[unit.payload.trial], config, simulator)),
+            else (
+                lambda unit: _run_one(
+                    unit.payload.session,
+                    agents[unit.payload.trial],
+                    config,
+                    simulator,
+                    user=user,
+                    trial=unit.payload.trial,
+                )
+            ),
             on_done=finished,
             stop=lambda: bool(halted),
         )
@@ -533,10 +603,13 @@ def _in_suite_order(
     return out
 
 
-def _score(session: Session, traj: Trajectory, mode: ScoringMode, base_dir: Path) -> SessionVerdict:
-    """Score one session; a scorer that raises is a toolwild bug, and says which session set it off."""
+def _score(session: Session, traj: Trajectory, config: RunConfig, base_dir: Path) -> SessionVerdict:
+    """Score one session (with a simulated user, interactively); a scorer that raises is a toolwild bug, and says
+    which session set it off."""
     try:
-        return score_session(session, traj, mode=mode, base_dir=base_dir)
+        if config.user != "recorded":
+            return score_with_user(session, traj, base_dir=base_dir)
+        return score_session(session, traj, mode=config.mode, base_dir=base_dir)
     except Exception as exc:
         raise HarnessError(f"scoring session {session.id!r} failed: {type(exc).__name__}: {exc}") from exc
 
@@ -578,7 +651,7 @@ def rescore_run(run_dir: Path, *, missing_as_failed: bool = False, trial: int = 
     if not trajectories:
         which = f" in trial {trial}" if config.trials > 1 else ""
         raise ConfigError(f"{run_dir}: the run has no finished session{which} yet")
-    verdicts = score_suite(suite, trajectories, mode=config.mode, missing_as_failed=missing_as_failed)
+    verdicts = _score_suite(run_dir, config, suite, trajectories, mode=config.mode, missing_as_failed=missing_as_failed)
     return RescoredRun(config, suite, trajectories, verdicts, trial)
 
 
@@ -588,5 +661,36 @@ def score_trials(
     """Every trial of a run scored again (``toolwild score RUN_DIR``): each trial's trajectories and verdicts, a
     session without a result in a trial counting as failed in that trial (as ``score`` counts a missing session)."""
     trajectories = [load_run_trajectories(run_dir, suite=suite, trial=t) for t in range(config.trials)]
-    verdicts = [score_suite(suite, found, mode=mode) for found in trajectories]
+    verdicts = [_score_suite(run_dir, config, suite, found, mode=mode) for found in trajectories]
     return trajectories, verdicts
+
+
+def _score_suite(
+    run_dir: Path,
+    config: RunConfig,
+    suite: Suite,
+    trajectories: list[Trajectory],
+    *,
+    mode: ScoringMode,
+    missing_as_failed: bool = True,
+) -> list[SessionVerdict]:
+    """A trial's verdicts as the run scores them: interactively with a simulated user (the sessions its audit
+    found broken left out when the run asked for it), else by the live loop's judge in ``mode``."""
+    if config.user == "recorded":
+        return score_suite(suite, trajectories, mode=mode, missing_as_failed=missing_as_failed)
+    verdicts = score_interactive_suite(suite, trajectories, missing_as_failed=missing_as_failed)
+    if config.exclude_user_failures and (run_dir / USER_AUDIT).exists():
+        mark_user_failures(verdicts, load_user_audit(run_dir / USER_AUDIT))
+    return verdicts
+
+
+def mark_user_failures(verdicts: list[SessionVerdict], report: UserAuditReport) -> int:
+    """Leave out (``user_error``) the sessions the user audit found the simulator breaking; returns how many."""
+    broken = {b.session_id: b for b in report.broken if b.session_id in user_failures(report)}
+    marked = 0
+    for verdict in verdicts:
+        found = broken.get(verdict.session_id)
+        if found is not None and verdict.user_error is None:
+            verdict.user_error = f"excluded: the user audit found the simulator breaking it ({found.why[0]})"
+            marked += 1
+    return marked

@@ -41,8 +41,13 @@ def _add(leaf: dict[str, Any], correct: bool) -> None:
 
 
 def scored_verdicts(verdicts: Sequence[SessionVerdict], *, count_provider_errors: bool = False) -> list[SessionVerdict]:
-    """The sessions the figures count: never a harness error; a provider error only when asked to count it."""
-    return [v for v in verdicts if v.harness_error is None and (count_provider_errors or not v.provider_error)]
+    """The sessions the figures count: never a harness error nor one the simulated user broke; a provider error only
+    when asked to count it."""
+    return [
+        v
+        for v in verdicts
+        if v.harness_error is None and v.user_error is None and (count_provider_errors or not v.provider_error)
+    ]
 
 
 def _by_session(
@@ -220,6 +225,13 @@ def compute_metrics(
             for cls in ErrorClass
         },
     }
+    user_broken = [
+        {"session_id": v.session_id, "error": v.user_error, **({"trial": trial_at[id(v)]} if trial_at else {})}
+        for v in verdicts
+        if v.user_error is not None
+    ]
+    if user_broken:  # only runs with a simulated user have the key (the metrics of other runs are unchanged)
+        extensions["user_error_sessions"] = user_broken
     if state["task"]["total_count"] or any(tv.redundant_writes is not None for sv in scored for tv in sv.tasks):
         extensions["state_info"] = {
             "task_state": _finish({"x": state["task"]})["x"],

@@ -15,7 +15,15 @@ from toolwild.errors import ScoringError
 from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.scoring.task import score_task
 
-__all__ = ["api_parameters", "failed_session", "score_session", "score_suite", "suite_folder"]
+__all__ = [
+    "api_parameters",
+    "apply_failure",
+    "failed_session",
+    "score_session",
+    "score_state",
+    "score_suite",
+    "suite_folder",
+]
 
 
 def api_parameters(session: Session) -> dict[str, dict[str, Any]]:
@@ -76,6 +84,8 @@ def score_session(
         )
         if trajectory.status is TrajectoryStatus.HARNESS_ERROR:
             verdict.harness_error = trajectory.error or "harness error"
+        if trajectory.status is TrajectoryStatus.USER_ERROR:
+            verdict.user_error = trajectory.error or "the simulated user failed"
         return verdict
     if len(trajectory.tasks) > len(session.tasks):
         raise ScoringError(
@@ -88,13 +98,13 @@ def score_session(
         record = by_index.get(i)
         verdict = score_task(session, i, record.steps if record else [], parameters=params, mode=mode)
         if record is not None:
-            _score_state(session, i, record, verdict, base_dir)
-            _apply_failure(record, verdict)
+            score_state(session, i, record, verdict, base_dir)
+            apply_failure(record, verdict)
         tasks.append(verdict)
     return SessionVerdict(session_id=session.id, mode=mode, transitions=session.transitions, tasks=tasks)
 
 
-def _apply_failure(record: TaskTrajectory, verdict: TaskVerdict) -> None:
+def apply_failure(record: TaskTrajectory, verdict: TaskVerdict) -> None:
     """A model failure recorded by the live loop fails the task with its reason, whatever the steps before it
     were; context truncation is carried over so the metrics can say how much of the evaluation it touched."""
     if record.context_dropped:
@@ -131,7 +141,7 @@ def _write_tools(session: Session, base_dir: Path | None) -> set[str]:
     return {t.name for t in session.tools if t.effect is Effect.WRITE}
 
 
-def _score_state(
+def score_state(
     session: Session, index: int, record: TaskTrajectory, verdict: TaskVerdict, base_dir: Path | None
 ) -> None:
     """State-based checks of a free-running task: expected state reached, writes not repeated."""
