@@ -565,3 +565,33 @@ def test_write_through_on_a_symlinked_ledger_keeps_the_link(tmp_path):
     finally:
         episode.close()
     assert link.is_symlink() and "Corner Shop" in target.read_text() and _check(target) == []
+
+
+def test_an_add_without_a_currency_books_the_ledgers_operating_currency(tmp_path):
+    """A euro ledger: an add that names no currency is booked in EUR (a USD default would be refused by the accounts'
+    currency constraint, or, on unconstrained accounts, silently book dollars into euro books)."""
+    books = tmp_path / "euro.beancount"
+    books.write_text(
+        'option "operating_currency" "EUR"\n\n'
+        "2024-01-01 open Assets:Girokonto\n2024-01-01 open Expenses:Food\n2024-01-01 open Equity:Opening\n\n"
+        '2024-01-02 * "Opening"\n  Assets:Girokonto  500.00 EUR\n  Equity:Opening\n\n'
+        '2024-01-03 * "Rewe" "Groceries"\n  Expenses:Food  20.00 EUR\n  Assets:Girokonto\n',
+        encoding="utf-8",
+    )
+    episode = LedgerEpisode(ledger_path=books)
+    try:
+        added = episode.call(
+            "add_transaction",
+            {
+                "date": "2024-01-04",
+                "payee": "Edeka",
+                "narration": "Groceries",
+                "amount": 12.5,
+                "expense_account": "Expenses:Food",
+            },
+        )
+        assert added.ok, added.error
+        assert {p["currency"] for p in added.result["transaction"]["postings"]} == {"EUR"}
+        assert {p["account"] for p in added.result["transaction"]["postings"]} == {"Expenses:Food", "Assets:Girokonto"}
+    finally:
+        episode.close()

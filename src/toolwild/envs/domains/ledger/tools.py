@@ -466,7 +466,7 @@ class LedgerEpisode(Toolkit):
         amount: float,
         expense_account: str,
         payment_account: str | None = None,
-        currency: str = "USD",
+        currency: str | None = None,
         tags: list[str] | None = None,
     ) -> dict[str, Any]:
         """Record a new transaction: money goes from the payment account to the expense account. Returns its id.
@@ -480,7 +480,7 @@ class LedgerEpisode(Toolkit):
             payment_account: the account the money comes from, e.g. "Liabilities:CreditCard" for the card. Omitted:
                 the ledger's usual payment account, the bank account that pays for most of its purchases
                 ("Assets:Bank:Checking" in the built-in ledger); a ledger without a clear one needs it named.
-            currency: the currency code.
+            currency: the currency code. Omitted: the ledger's operating currency ("USD" in the built-in ledger).
             tags: optional tags without the leading "#".
         """
         day = _date(date, "date", kind=ToolErrorKind.REJECTED)
@@ -496,7 +496,7 @@ class LedgerEpisode(Toolkit):
         payment = _account_name(
             payment_account if payment_account is not None else str(self.default_payment_account), "payment_account"
         )
-        cur = currency.strip().upper()
+        cur = (currency if currency is not None else self.ledger().operating_currency).strip().upper()
         if not _CURRENCY.match(cur):
             raise ToolFailure(ToolErrorKind.REJECTED, f"currency: {currency!r} is not a currency code")
         tag_set = frozenset(t.strip().lstrip("#") for t in tags or [])
