@@ -28,7 +28,6 @@ agent's); a provider error after retries and a harness error propagate to the ru
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Callable, Iterable
@@ -74,7 +73,7 @@ from toolwild.eval.scoring.session import (
     suite_folder,
 )
 from toolwild.eval.scoring.task import TaskJudge
-from toolwild.eval.session import environment_seed
+from toolwild.eval.session import environment_seed, run_within_limit
 from toolwild.eval.user import (
     TaskFacts,
     UserAction,
@@ -378,24 +377,13 @@ async def run_interactive_session(
         writes = {t.name for t in environment.tools if t.effect is Effect.WRITE} if environment else set()
         run = _Interactive(session, agent, user, episode, writes, max_steps_per_task, trial)
         user_error = None
-        started = time.monotonic()
         try:
-            async with asyncio.timeout(time_limit_s):
-                await run.run()
+            await run_within_limit(
+                run.run, run.stop_at_time_limit, clock, time_limit_s, waited_on="the provider and the user"
+            )
         except _UserFailed as exc:
             user_error = str(exc)
             run.record(len(run.tasks), None)  # keep what the agent did in the task the simulator broke
-        except TimeoutError:
-            elapsed = time.monotonic() - started
-            if clock.waited_s >= elapsed / 2:
-                raise TransientBackendError(
-                    f"session time limit of {time_limit_s:g} s reached, {clock.waited_s:.0f} s of it waiting on the "
-                    "provider"
-                ) from None
-            run.stop_at_time_limit(
-                f"session time limit of {time_limit_s:g} s reached ({elapsed - clock.waited_s:.0f} s spent by the "
-                f"agent, {clock.waited_s:.0f} s waiting on the provider and the user)"
-            )
         finally:
             if episode is not None:
                 _guard("environment close", episode.close)

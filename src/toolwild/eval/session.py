@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from typing import Any, TypeVar
 
@@ -46,7 +46,15 @@ from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.scoring.session import api_parameters
 from toolwild.eval.scoring.task import TaskJudge
 
-__all__ = ["HistoryMode", "SessionLoop", "environment_seed", "gold_history", "gold_task_messages", "run_session"]
+__all__ = [
+    "HistoryMode",
+    "SessionLoop",
+    "environment_seed",
+    "gold_history",
+    "gold_task_messages",
+    "run_session",
+    "run_within_limit",
+]
 
 T = TypeVar("T")
 
@@ -179,28 +187,46 @@ async def run_session(
             episode = _harness_guard("environment reset", lambda: environment.reset(seed=environment_seed(session)))
         write_tools = {t.name for t in environment.tools if t.effect is Effect.WRITE} if environment else set()
         run = SessionLoop(session, agent, history, scoring_mode, max_steps_per_task, episode, write_tools)
-        started = time.monotonic()
         try:
-            async with asyncio.timeout(time_limit_s):
-                await run.run()
-        except TimeoutError:
-            # only the limit's own expiry gets here: the agent's and the environment's exceptions are caught inside
-            elapsed = time.monotonic() - started
-            if clock.waited_s >= elapsed / 2:
-                raise TransientBackendError(
-                    f"session time limit of {time_limit_s:g} s reached, {clock.waited_s:.0f} s of it waiting on the "
-                    "provider"
-                ) from None
-            run.stop_at_time_limit(
-                f"session time limit of {time_limit_s:g} s reached ({elapsed - clock.waited_s:.0f} s spent by the "
-                f"agent, {clock.waited_s:.0f} s waiting on the provider)"
-            )
+            await run_within_limit(run.run, run.stop_at_time_limit, clock, time_limit_s)
         finally:
             if episode is not None:
                 _harness_guard("environment close", episode.close)
         return Trajectory(session_id=session.id, model=agent.name, tasks=run.tasks)
     finally:
         current_clock.reset(token)
+
+
+async def run_within_limit(
+    run: Callable[[], Awaitable[None]],
+    stop: Callable[[str], None],
+    clock: ProviderClock,
+    time_limit_s: float | None,
+    *,
+    waited_on: str = "the provider",
+) -> None:
+    """Run a session's loop under its time limit and, when the limit expires, say whose time it was.
+
+    A limit spent mostly waiting on the provider (``clock``; ``waited_on`` names who was waited on) is the
+    provider's failure: :class:`TransientBackendError`, the session is left out and listed. Otherwise it is the
+    agent's: ``stop`` closes the running task as its timeout and the later ones as not reached. One rule for every
+    live loop, so the free loop and the loop with a simulated user can never count a timeout differently.
+    """
+    started = time.monotonic()
+    try:
+        async with asyncio.timeout(time_limit_s):
+            await run()
+    except TimeoutError:
+        # only the limit's own expiry gets here: the agent's and the environment's exceptions are caught inside
+        elapsed = time.monotonic() - started
+        if clock.waited_s >= elapsed / 2:
+            raise TransientBackendError(
+                f"session time limit of {time_limit_s:g} s reached, {clock.waited_s:.0f} s of it waiting on {waited_on}"
+            ) from None
+        stop(
+            f"session time limit of {time_limit_s:g} s reached ({elapsed - clock.waited_s:.0f} s spent by the "
+            f"agent, {clock.waited_s:.0f} s waiting on {waited_on})"
+        )
 
 
 def _harness_guard(what: str, action: Callable[[], T]) -> T:
