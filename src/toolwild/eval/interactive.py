@@ -67,10 +67,9 @@ from toolwild.eval.clock import ProviderClock, charge_provider, current_clock
 from toolwild.eval.scoring.session import (
     api_parameters,
     apply_failure,
-    failed_session,
     score_session,
     score_state,
-    suite_folder,
+    score_suite,
 )
 from toolwild.eval.scoring.task import TaskJudge
 from toolwild.eval.session import environment_seed, run_within_limit
@@ -560,20 +559,11 @@ def score_interactive_suite(
     base_dir: Path | None = None,
 ) -> list[SessionVerdict]:
     """:func:`~toolwild.eval.scoring.session.score_suite` for a run with a simulated user (re-scoring reads it)."""
-    base_dir = base_dir if base_dir is not None else suite_folder(suite)
-    known = {s.id for s in suite.sessions}
-    by_id: dict[str, Trajectory] = {}
-    for trajectory in trajectories:
-        if trajectory.session_id not in known:
-            raise ScoringError(f"result for unknown session {trajectory.session_id!r}")
-        if trajectory.session_id in by_id:
-            raise ScoringError(f"two results for session {trajectory.session_id!r}")
-        by_id[trajectory.session_id] = trajectory
-    out = []
-    for session in suite.sessions:
-        found = by_id.get(session.id)
-        if found is not None:
-            out.append(score_with_user(session, found, base_dir=base_dir))
-        elif missing_as_failed:
-            out.append(failed_session(session, ScoringMode.STRICT, "no result for this session"))
-    return out
+    return score_suite(
+        suite,
+        trajectories,
+        mode=ScoringMode.STRICT,
+        missing_as_failed=missing_as_failed,
+        base_dir=base_dir,
+        scorer=lambda session, trajectory, folder: score_with_user(session, trajectory, base_dir=folder),
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -166,10 +166,12 @@ def score_suite(
     mode: ScoringMode = ScoringMode.WTB,
     missing_as_failed: bool = True,
     base_dir: Path | None = None,
+    scorer: Callable[[Session, Trajectory, Path], SessionVerdict] | None = None,
 ) -> list[SessionVerdict]:
     """Score a suite; sessions with no trajectory count as failed inference unless ``missing_as_failed`` is off.
 
-    ``base_dir``: where environment references resolve (default: the folder of the suite's file).
+    ``base_dir``: where environment references resolve (default: the folder of the suite's file). ``scorer``: how
+    one session is scored (default :func:`score_session` in ``mode``; a run with a simulated user scores its own way).
     """
     base_dir = base_dir if base_dir is not None else suite_folder(suite)
     known = {s.id for s in suite.sessions}
@@ -187,5 +189,8 @@ def score_suite(
             if missing_as_failed:
                 out.append(failed_session(session, mode, "no result for this session"))
             continue
-        out.append(score_session(session, traj, mode=mode, base_dir=base_dir))
+        if scorer is not None:
+            out.append(scorer(session, traj, base_dir))
+        else:
+            out.append(score_session(session, traj, mode=mode, base_dir=base_dir))
     return out
