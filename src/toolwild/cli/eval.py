@@ -25,15 +25,20 @@ from toolwild.core.session import Suite
 from toolwild.core.verdict import Metrics, ScoringMode
 from toolwild.errors import ConfigError, ToolwildError
 from toolwild.eval.build import AGENT_FORMS, build_agent, build_simulator, build_user
+from toolwild.eval.metrics.forked import compute_forked_metrics
 from toolwild.eval.metrics.passk import compute_trial_metrics
 from toolwild.eval.runner import (
     USER_AUDIT,
     RunConfig,
     RunProgress,
+    fork_count,
+    fork_sessions,
+    forked_task_runs,
     load_run_config,
     load_run_trajectories,
     mark_user_failures,
     run_trials,
+    write_fork_verdicts,
     write_trial_verdicts,
 )
 from toolwild.eval.session import HistoryMode
@@ -157,7 +162,8 @@ def eval_command(
         HistoryMode | None,
         typer.Option(
             help="wtb = gold history (published); free = the agent's own, on a live environment (default for the "
-            "built-in suite).",
+            "built-in suite); forked = each session once per task boundary i, tasks before i gold, the rest free "
+            "(n(n+1)/2 task-runs per session of n tasks; printed before it starts).",
             rich_help_panel="Scoring",
         ),
     ] = None,
@@ -287,6 +293,8 @@ def eval_command(
                 write_wtb_suite(chosen, run_dir / "suite.jsonl")
                 suite_path = run_dir / "suite.jsonl"
             simulated = parse_user_spec(user) is not None
+            if history is HistoryMode.FORKED:
+                _check_forked(simulated, trials)
             if simulated:
                 if history is HistoryMode.WTB:
                     raise ConfigError("a simulated user (--user model:M) needs the agent's own history: --history free")
@@ -325,11 +333,17 @@ def eval_command(
         simulator = build_simulator(config.model_copy(update={"base_url": live_url}), run_dir, llm)
         user_obj, user_llm = build_user(config.model_copy(update={"base_url": live_url}), run_dir, llm)
         user_report: UserAuditReport | None = None
+        forked = config.history is HistoryMode.FORKED
+        if forked:
+            console.print(_forked_cost(suite, run_dir if resume is not None else None))
 
         label = "[bold]sessions" if config.trials == 1 else f"[bold]sessions × {config.trials} trials"
+        units = len(suite.sessions) * config.trials
+        total_tasks = sum(len(s.tasks) for s in suite.sessions) * config.trials
+        if forked:  # a unit is a (session, fork) pair, one per task of the session; its tasks are task-runs
+            label, units, total_tasks = "[bold]session forks", total_tasks, forked_task_runs(suite)
         with progress_bar(label, status="status") as progress:
-            bar = progress.add_task("run", total=len(suite.sessions) * config.trials, status="")
-            total_tasks = sum(len(s.tasks) for s in suite.sessions) * config.trials
+            bar = progress.add_task("run", total=units, status="")
 
             def show(p: RunProgress) -> None:
                 status = f"tasks {p.tasks}/{total_tasks} · task acc {p.task_accuracy:.1%} · tokens {p.tokens:,}"
@@ -386,8 +400,9 @@ def eval_command(
         if config.exclude_user_failures and user_report is not None:
             counts = [mark_user_failures(trial, user_report) for trial in by_trial]
             excluded = counts[0]  # sessions (every trial leaves out the same ones)
-        verdicts = by_trial[0]
-        metrics = compute_trial_metrics(
+        verdicts = by_trial[0]  # of a forked run: fork 0's, the free run's
+        score_parts = compute_forked_metrics if forked else compute_trial_metrics
+        metrics = score_parts(
             by_trial, model_name=agent_obj.name, mode=config.mode, count_provider_errors=config.count_provider_errors
         )
         remote_usage = {"note": "made and counted in the Ray workers (not collected)"}
@@ -408,7 +423,7 @@ def eval_command(
                 "excluded_sessions": excluded,
             }
         write_json(run_dir / "metrics.json", metrics.model_dump(mode="json"))
-        write_trial_verdicts(run_dir, by_trial)
+        (write_fork_verdicts if forked else write_trial_verdicts)(run_dir, by_trial)
         trajectories = load_run_trajectories(run_dir)
         _write_report(run_dir, RunView.of(suite, trajectories, verdicts, config), metrics)
         if export_wtb_result is not None:
@@ -422,6 +437,11 @@ def eval_command(
         console.print(
             f"trials 1..{config.trials - 1}: {run_dir / 'trials'}/<trial>/ (trial 0: the run directory's files)"
         )
+    if forked and fork_count(suite) > 1:
+        console.print(
+            f"forks 1..{fork_count(suite) - 1}: {run_dir / 'forks'}/<fork>/ (fork 0, the free run: the run "
+            "directory's files)"
+        )
     if export_wtb_result is not None:
         console.print(f"published-format results: {export_wtb_result}")
     raise typer.Exit(outcome_exit_code([v for trial in by_trial for v in trial], resume_hint=run_dir))
@@ -434,6 +454,37 @@ def _write_report(run_dir: Path, view: RunView, metrics: Metrics) -> None:
         write_report(run_dir, view=view, metrics=metrics)
     except (OSError, ToolwildError) as exc:
         err_console.print(f"[yellow]report.html not written: {exc} (retry: toolwild report {run_dir})[/]")
+
+
+def _check_forked(simulated: bool, trials: int | None) -> None:
+    """``--history forked`` runs one trial with the recorded user: the forks replay gold turns (a simulated user
+    has none) and already multiply the work by about (n+1)/2."""
+    if simulated:
+        raise ConfigError(
+            "--history forked needs the recorded user: a simulated user (--user model:M) has no gold turns"
+        )
+    if trials is not None and trials > 1:
+        raise ConfigError("--history forked runs one trial: leave out --trials (the forks already rerun each session)")
+
+
+def _forked_cost(suite: Suite, resumed: Path | None) -> str:
+    """What a forked run costs, said before it starts: per session of n tasks, fork i runs its n - i last tasks,
+    n(n+1)/2 task-runs in all, against n for a free or wtb run (and, resuming, how many are left)."""
+    tasks = sum(len(s.tasks) for s in suite.sessions)  # also the number of forks: one per task boundary
+    runs = forked_task_runs(suite)
+    extra = f"{runs - tasks:,} more, {(runs - tasks) / tasks:.2f} per task" if tasks else "nothing"
+    line = (
+        f"--history forked: {len(suite.sessions)} session(s) of {tasks:,} task(s) run once per task boundary: "
+        f"{tasks:,} session forks, {runs:,} task-runs (n(n+1)/2 per session of n tasks; a free or wtb run makes "
+        f"{tasks:,}: {extra})"
+    )
+    if resumed is None:
+        return line
+    left = 0
+    for i in range(fork_count(suite)):
+        done = {t.session_id for t in load_run_trajectories(resumed, fork=i) if t.final}
+        left += sum(len(s.tasks) - i for s in fork_sessions(suite, i).sessions if s.id not in done)
+    return f"{line}; {left:,} task-run(s) left to run"
 
 
 def _resume_config(run_dir: Path, base_url: str | None) -> RunConfig:

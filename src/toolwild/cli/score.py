@@ -13,16 +13,19 @@ from toolwild.core.formats.results import load_trajectories
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.verdict import ScoringMode
 from toolwild.errors import ConfigError
+from toolwild.eval.metrics.forked import compute_forked_metrics
 from toolwild.eval.metrics.passk import compute_trial_metrics
 from toolwild.eval.runner import (
     RunConfig,
     check_run_suite,
     load_run_config,
     score_trials,
+    write_fork_verdicts,
     write_trial_verdicts,
     write_verdicts,
 )
 from toolwild.eval.scoring.session import score_suite
+from toolwild.eval.session import HistoryMode
 from toolwild.report.scoreboard import render_scoreboard
 
 METRICS = "metrics.json"
@@ -69,7 +72,7 @@ def score(
     suite's fingerprint). In the run's own mode its metrics.json is rewritten, keeping the run's usage blocks; in
     another mode the metrics go to metrics.MODE.json beside it, so the run's own figures are never overwritten.
     A run of several trials is scored trial by trial (pass^k and pass@k with the figures); --verdicts writes trial
-    0's.
+    0's. A forked run is scored fork by fork (the headline is fork 0's, the free run's); --verdicts writes fork 0's.
     """
     with handled_errors():
         run_config: RunConfig | None = None
@@ -86,7 +89,8 @@ def score(
         mode = mode or ScoringMode.WTB
         suite, suite_report = load_wtb_suite(suite_path, skip_invalid=skip_invalid)
         report_skipped(suite_report)
-        if run_config is not None:  # every trial of the run (one for a run without --trials)
+        forked = run_config is not None and run_config.history is HistoryMode.FORKED
+        if run_config is not None:  # every trial (or fork) of the run (one for a run without --trials)
             check_run_suite(run_config, suite, suite_path)
             by_trial_results, by_trial = score_trials(results, run_config, suite, mode=mode)
             trajectories = by_trial_results[0]
@@ -100,7 +104,7 @@ def score(
             by_trial = [score_suite(suite, trajectories, mode=mode)]
         session_verdicts = by_trial[0]
         name = model_name or next((t.model for t in trajectories if t.model), None) or results.stem
-        metrics = compute_trial_metrics(
+        metrics = (compute_forked_metrics if forked else compute_trial_metrics)(
             by_trial, model_name=name, mode=mode, count_provider_errors=count_provider_errors, seed=seed
         )
         metrics.extensions.update(carried)
@@ -110,7 +114,8 @@ def score(
         out.write_text(json.dumps(metrics.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n")
         console.print(f"metrics written to {out}")
     if run_config is not None and out is not None and out.resolve() == (results / METRICS).resolve():
-        write_trial_verdicts(results, by_trial)  # the run's own verdicts (every trial's), beside its own metrics
+        # the run's own verdicts (every trial's or fork's), beside its own metrics
+        (write_fork_verdicts if forked else write_trial_verdicts)(results, by_trial)
     if verdicts is not None:
         write_verdicts(verdicts, session_verdicts)
         console.print(f"verdicts written to {verdicts}")

@@ -3,7 +3,8 @@
 A user who wants to know *why* a task failed should not read raw JSON: each task is printed as the user turn(s),
 the model's steps, the gold calls and the verdict, each failing step saying what was expected and what came.
 The verdicts are recomputed from the run's trajectories by the scorer (no model is called), so a run from before
-``verdicts.jsonl`` existed shows the same explanations.
+``verdicts.jsonl`` existed shows the same explanations. A forked run shows fork 0 (the free run) unless ``--fork I``
+names another; there the tasks before I are the gold conversation the agent was given, and are marked so.
 """
 
 from __future__ import annotations
@@ -40,10 +41,14 @@ def show(
     session: Annotated[str | None, typer.Option("--session", help="Show only this session.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Show at most N tasks.")] = None,
     trial: Annotated[int, typer.Option("--trial", min=0, help="Which trial of a --trials run (default 0).")] = 0,
+    fork: Annotated[
+        int,
+        typer.Option("--fork", min=0, help="Which fork of a --history forked run (default 0, the free run)."),
+    ] = 0,
 ) -> None:
     """Print a run's tasks as conversations: user turns, the model's steps, the gold calls and the verdict."""
     with handled_errors():
-        sessions, trajectories, verdicts = _load_run(run_dir, trial)
+        sessions, trajectories, verdicts = _load_run(run_dir, trial, fork)
         if session is not None and session not in sessions:
             known = ", ".join(list(sessions)[:5]) + (", ..." if len(sessions) > 5 else "")
             raise ConfigError(f"{run_dir}: no session {session!r} in this run (sessions: {known})")
@@ -53,6 +58,10 @@ def show(
         if session is not None and verdict.session_id != session:
             continue
         for task_verdict in verdict.tasks:
+            if task_verdict.task_index < fork:  # the gold the fork was given: not the agent's work
+                if not failed and (limit is None or shown < limit):
+                    _print_forced(out, sessions[verdict.session_id], task_verdict.task_index, fork)
+                continue
             total += 1
             failures += task_verdict.label == "error"
             if (failed and task_verdict.label == "correct") or (limit is not None and shown >= limit):
@@ -61,15 +70,24 @@ def show(
             _print_task(out, sessions[verdict.session_id], verdict, task_verdict, record)
             shown += 1
     out.print(Rule(style="dim"))
-    of_trial = f" (trial {trial})" if trial else ""
+    of_trial = f" (trial {trial})" if trial else (f" (fork {fork}: tasks from {fork + 1} on)" if fork else "")
     out.print(f"{shown} task(s) shown of {total}{of_trial}; {failures} failed.")
 
 
-def _load_run(run_dir: Path, trial: int = 0) -> tuple[dict[str, Session], dict[str, Trajectory], list[SessionVerdict]]:
-    """The run's sessions, trajectories and verdicts of one trial (scored again from its trajectories in its own
-    mode), loaded as the HTML report loads them."""
-    view = load_run(run_dir, trial=trial)
+def _load_run(
+    run_dir: Path, trial: int = 0, fork: int = 0
+) -> tuple[dict[str, Session], dict[str, Trajectory], list[SessionVerdict]]:
+    """The run's sessions, trajectories and verdicts of one trial or fork (scored again from its trajectories in its
+    own mode), loaded as the HTML report loads them."""
+    view = load_run(run_dir, trial=trial, fork=fork)
     return view.sessions, view.trajectories, view.verdicts
+
+
+def _print_forced(out: Console, session: Session, index: int, fork: int) -> None:
+    """A task a fork teacher-forced: one line, since the agent did nothing there (it was given the task's gold
+    conversation, which ``--fork 0`` shows the agent's own run of)."""
+    out.print(Rule(f"{escape(session.id)} · task {index + 1}/{len(session.tasks)}", align="left", style="dim"))
+    out.print(f"[dim]teacher-forced in fork {fork}: the agent was given this task's gold conversation[/]")
 
 
 def _task_record(trajectory: Trajectory | None, index: int) -> TaskTrajectory | None:

@@ -14,6 +14,15 @@ is one (session, trial) pair. Trial 0 keeps the run directory's own files (``tra
 ``verdicts.jsonl``), so a run of one trial is byte for byte a run from before trials and every reader of one trial
 (``show``, ``report``'s viewer, ``compare``, ``--export-wtb-result``) reads trial 0 as it always did; trial t >= 1
 keeps the same two files in ``trials/<t>/``. Each trial's file is resumed exactly as a one-trial run's is.
+
+Forked runs (``RunConfig.history`` = ``forked``): every session is run once per task boundary i (a *fork*: tasks
+before i teacher-forced, tasks from i on free; see :mod:`toolwild.eval.session`). The unit is one (session, fork)
+pair and the layout is that of trials: fork 0 (the plain free run) keeps the run directory's own files, so every
+reader of one run (``show``, ``report``'s viewer, ``compare``, ``--export-wtb-result``) reads the free run; fork
+i >= 1 keeps ``trajectories.jsonl`` and ``verdicts.jsonl`` in ``forks/<i>/``, with a line for each session of more
+than i tasks. A fork's trajectory holds every task of its session: the teacher-forced ones as their gold steps
+(what the agent was shown), so it scores and shows like any other. A forked run has one trial and the recorded
+user (more is refused: the forks already multiply the work).
 """
 
 from __future__ import annotations
@@ -64,6 +73,7 @@ from toolwild.llm.client import LLM
 from toolwild.run import Executor, LocalExecutor, Unit
 
 __all__ = [
+    "FORKS",
     "TRIALS",
     "USER_AUDIT",
     "VERDICTS",
@@ -73,16 +83,24 @@ __all__ = [
     "RunProgress",
     "SessionTrial",
     "agent_for_trial",
+    "check_fork",
     "check_run_suite",
     "check_trial",
+    "fork_count",
+    "fork_dir",
+    "fork_sessions",
+    "forked_task_runs",
     "load_run_config",
     "load_run_trajectories",
     "mark_user_failures",
     "rescore_run",
+    "run_forks",
     "run_suite",
     "run_trials",
+    "score_forks",
     "score_trials",
     "trial_dir",
+    "write_fork_verdicts",
     "write_trial_verdicts",
     "write_verdicts",
 ]
@@ -92,6 +110,8 @@ VERDICTS = "verdicts.jsonl"
 """Per-session verdicts of a run, rewritten whole at the end (like metrics.json), so a resumed run's file is whole."""
 TRIALS = "trials"
 """Folder of a trial run that holds trials 1..k-1 (``trials/<t>/trajectories.jsonl``, ``trials/<t>/verdicts.jsonl``)."""
+FORKS = "forks"
+"""Folder of a forked run that holds forks 1..n-1 (``forks/<i>/trajectories.jsonl``, ``forks/<i>/verdicts.jsonl``)."""
 USER_AUDIT = "user_audit.json"
 """The audit of a run's simulated user (``--user model:M``), made before the agent runs: what
 ``--exclude-user-failures`` reads."""
@@ -102,6 +122,34 @@ def trial_dir(run_dir: Path, trial: int) -> Path:
     """Where trial ``trial`` keeps its trajectories and verdicts: the run directory itself for trial 0 (a run of one
     trial is exactly a run from before trials), ``trials/<t>/`` for the others."""
     return run_dir if trial == 0 else run_dir / TRIALS / str(trial)
+
+
+def fork_dir(run_dir: Path, fork: int) -> Path:
+    """Where fork ``fork`` of a forked run keeps its trajectories and verdicts: the run directory itself for fork 0
+    (the free run), ``forks/<i>/`` for the others."""
+    return run_dir if fork == 0 else run_dir / FORKS / str(fork)
+
+
+def _part_dir(run_dir: Path, trial: int, fork: int) -> Path:
+    """The folder of one trial or one fork (a run has several of one kind at most)."""
+    return fork_dir(run_dir, fork) if fork else trial_dir(run_dir, trial)
+
+
+def fork_count(suite: Suite) -> int:
+    """Forks of a forked run: one per task boundary of its longest session (fork i runs the sessions of more than
+    i tasks)."""
+    return max((len(s.tasks) for s in suite.sessions), default=0)
+
+
+def fork_sessions(suite: Suite, fork: int) -> Suite:
+    """The sessions fork ``fork`` runs: those with more than ``fork`` tasks (in the suite's order)."""
+    return suite.model_copy(update={"sessions": [s for s in suite.sessions if len(s.tasks) > fork]})
+
+
+def forked_task_runs(suite: Suite) -> int:
+    """Task-runs of a forked run: per session of n tasks, fork i runs its n - i last tasks, so n(n+1)/2 in all (a
+    free or ``wtb`` run makes n)."""
+    return sum(len(s.tasks) * (len(s.tasks) + 1) // 2 for s in suite.sessions)
 
 
 class RunConfig(BaseModel):
@@ -169,6 +217,16 @@ class RunConfig(BaseModel):
         return data
 
 
+def check_fork(config: RunConfig, suite: Suite, fork: int) -> None:
+    """Refuse a fork the run does not have, naming the ones it has."""
+    if fork == 0:
+        return
+    if config.history is not HistoryMode.FORKED:
+        raise ConfigError(f"the run has no fork {fork}: it is not a forked run (--history {config.history.value})")
+    if not 0 < fork < fork_count(suite):
+        raise ConfigError(f"the run has no fork {fork}: it has forks 0..{fork_count(suite) - 1}")
+
+
 def check_trial(config: RunConfig, trial: int) -> None:
     """Refuse a trial the run does not have, naming the ones it has."""
     if not 0 <= trial < config.trials:
@@ -221,9 +279,10 @@ def load_run_config(run_dir: Path) -> RunConfig:
 
 
 def load_run_trajectories(
-    run_dir: Path, *, repair: bool = False, suite: Suite | None = None, trial: int = 0
+    run_dir: Path, *, repair: bool = False, suite: Suite | None = None, trial: int = 0, fork: int = 0
 ) -> list[Trajectory]:
-    """Finished trajectories of a run directory (last line per session wins), of one trial (default trial 0).
+    """Finished trajectories of a run directory (last line per session wins), of one trial (default trial 0) or one
+    fork of a forked run.
 
     Args:
         run_dir: the run directory.
@@ -232,11 +291,13 @@ def load_run_trajectories(
         suite: when given, a trajectory must belong to one of its sessions and hold every task of it (a line that
             does not is not a result of this run: a DataError names it).
         trial: which trial's file (see :func:`trial_dir`).
+        fork: which fork's file (see :func:`fork_dir`); with ``suite``, a session of that file must have more than
+            ``fork`` tasks.
 
     Raises:
         DataError: a line that is not a trajectory (bad bytes, bad JSON, bad fields), other than a torn last line.
     """
-    path = trial_dir(run_dir, trial) / TRAJECTORIES
+    path = _part_dir(run_dir, trial, fork) / TRAJECTORIES
     if not path.exists():
         return []
     records = list(read_jsonl(path))
@@ -256,6 +317,12 @@ def load_run_trajectories(
             session = suite.session(traj.session_id)
             if session is None:
                 raise DataError(f"session {traj.session_id!r} is not in the run's suite", file=path, line=number)
+            if fork >= len(session.tasks):
+                raise DataError(
+                    f"session {traj.session_id!r} has {len(session.tasks)} task(s): it has no fork {fork}",
+                    file=path,
+                    line=number,
+                )
             if traj.status is TrajectoryStatus.OK and len(traj.tasks) != len(session.tasks):
                 raise DataError(
                     f"session {traj.session_id!r} has {len(traj.tasks)} task(s) here and {len(session.tasks)} in "
@@ -287,12 +354,20 @@ def write_trial_verdicts(run_dir: Path, by_trial: list[list[SessionVerdict]]) ->
         write_verdicts(trial_dir(run_dir, trial) / VERDICTS, verdicts)
 
 
+def write_fork_verdicts(run_dir: Path, by_fork: list[list[SessionVerdict]]) -> None:
+    """Every fork's ``verdicts.jsonl`` in its own folder (fork 0's, the free run's, is the run's own)."""
+    for fork, verdicts in enumerate(by_fork):
+        write_verdicts(fork_dir(run_dir, fork) / VERDICTS, verdicts)
+
+
 @dataclass(frozen=True)
 class SessionTrial:
-    """The payload of one unit of an evaluation: a session and which of its trials to run."""
+    """The payload of one unit of an evaluation: a session and which of its trials (or forks) to run."""
 
     session: Session
     trial: int = 0
+    fork: int = 0
+    """A forked run's task boundary: tasks before it teacher-forced, the rest free (0: every task free)."""
 
 
 def agent_for_trial(agent: Agent, config: RunConfig, trial: int) -> Agent:
@@ -325,9 +400,11 @@ async def _run_one(
     *,
     user: UserSimulator | None = None,
     trial: int = 0,
+    fork: int = 0,
 ) -> Trajectory:
-    """One session, its outcome classified: model failures inside the trajectory, provider and harness errors (and
-    a simulated user's failure) as the trajectory's status. With ``user``, the session runs interactively."""
+    """One session (one fork of it: ``fork``), its outcome classified: model failures inside the trajectory,
+    provider and harness errors (and a simulated user's failure) as the trajectory's status. With ``user``, the
+    session runs interactively."""
 
     def ended(status: TrajectoryStatus, error: str) -> Trajectory:
         return Trajectory(session_id=session.id, model=agent.name, status=status, error=error)
@@ -335,7 +412,7 @@ async def _run_one(
     try:
         environment = (
             session_environment(session, simulator=simulator, base_dir=Path(config.suite).parent)
-            if session.environment and config.history is HistoryMode.FREE
+            if session.environment and config.history.live
             else None
         )
         if user is not None:
@@ -361,6 +438,7 @@ async def _run_one(
             max_steps_per_task=config.max_steps_per_task,
             environment=environment,
             time_limit_s=config.session_timeout_s,
+            forced_prefix=fork,
         )
     except TransientBackendError as exc:
         return ended(TrajectoryStatus.PROVIDER_ERROR, str(exc) or type(exc).__name__)
@@ -413,7 +491,13 @@ class EvalWorker:
             self._trial_agents[trial] = agent_for_trial(agent, self.config, trial)
         user = self._user[0]
         return await _run_one(
-            unit.payload.session, self._trial_agents[trial], self.config, simulator, user=user, trial=trial
+            unit.payload.session,
+            self._trial_agents[trial],
+            self.config,
+            simulator,
+            user=user,
+            trial=trial,
+            fork=unit.payload.fork,
         )
 
     async def aclose(self) -> None:
@@ -447,9 +531,9 @@ async def run_suite(
     ("not run"), so a resumed run picks them up. ``executor``/``worker``: run the sessions elsewhere (a
     :class:`~toolwild.run.ray_executor.RayExecutor` with an :class:`EvalWorker`); results come back here, where
     alone they are written and scored. With ``config.trials`` > 1 every trial is run (see :func:`run_trials`) and
-    trial 0's verdicts are returned.
+    trial 0's verdicts are returned; a forked run runs every fork (:func:`run_forks`) and returns fork 0's.
     """
-    by_trial = await run_trials(
+    by_part = await run_trials(
         suite,
         agent,
         config,
@@ -461,7 +545,18 @@ async def run_suite(
         worker=worker,
         user=user,
     )
-    return by_trial[0]
+    return by_part[0]
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One set of a run's files and the units that fill it: a trial, or a fork of a forked run."""
+
+    folder: Path
+    sessions: list[Session]
+    agent: Agent
+    trial: int = 0
+    fork: int = 0
 
 
 async def run_trials(
@@ -477,126 +572,262 @@ async def run_trials(
     worker: EvalWorker | None = None,
     user: UserSimulator | None = None,
 ) -> list[list[SessionVerdict]]:
-    """:func:`run_suite` for every trial of ``config.trials``: the verdicts of all sessions, one list per trial.
+    """:func:`run_suite` for every trial of ``config.trials``: the verdicts of all sessions, one list per trial (of
+    a forked run: one list per fork, :func:`run_forks`).
 
     The unit of work is one (session, trial) pair: each is appended to its trial's ``trajectories.jsonl`` when it
     ends, and a resumed run redoes no finished pair (nor any pair lost to the provider or the harness, which it
     runs again). The longest sessions start first, each with all its trials, so no slot idles at the end.
     """
+    if config.history is HistoryMode.FORKED:
+        return await run_forks(
+            suite,
+            agent,
+            config,
+            run_dir,
+            resume=resume,
+            on_progress=on_progress,
+            simulator=simulator,
+            executor=executor,
+            worker=worker,
+            user=user,
+        )
+    parts = [
+        _Part(trial_dir(run_dir, t), suite.sessions, agent_for_trial(agent, config, t), trial=t)
+        for t in range(config.trials)  # a script without trial t is refused here
+    ]
+    return await _run_parts(
+        suite,
+        parts,
+        config,
+        run_dir,
+        resume=resume,
+        on_progress=on_progress,
+        simulator=simulator,
+        executor=executor,
+        worker=worker,
+        user=user,
+    )
+
+
+async def run_forks(
+    suite: Suite,
+    agent: Agent,
+    config: RunConfig,
+    run_dir: Path,
+    *,
+    resume: bool = False,
+    on_progress: Callable[[RunProgress], None] | None = None,
+    simulator: LLM | None = None,
+    executor: Executor | None = None,
+    worker: EvalWorker | None = None,
+    user: UserSimulator | None = None,
+) -> list[list[SessionVerdict]]:
+    """A forked run (``--history forked``): every session once per task boundary i, tasks before i teacher-forced
+    and the rest free; the verdicts of every fork, one list per fork i (the sessions of more than i tasks, in the
+    suite's order; fork 0 is the free run of every session).
+
+    The unit of work is one (session, fork) pair, kept and resumed as a trial run keeps a (session, trial) pair
+    (see the module docstring for the layout). It costs :func:`forked_task_runs` task-runs.
+
+    Raises:
+        ConfigError: the config is not a forked one, or asks for trials or a simulated user as well.
+    """
+    if config.history is not HistoryMode.FORKED:
+        raise ConfigError(f"run_forks needs --history forked, not {config.history.value}")
+    if config.trials != 1:
+        raise ConfigError("--history forked runs one trial: the forks already run each session once per task")
+    if user is not None or config.user != "recorded":
+        raise ConfigError("--history forked needs the recorded user: a simulated user does not replay gold turns")
+    parts = [
+        _Part(fork_dir(run_dir, i), fork_sessions(suite, i).sessions, agent, fork=i) for i in range(fork_count(suite))
+    ]
+    return await _run_parts(
+        suite,
+        parts,
+        config,
+        run_dir,
+        resume=resume,
+        on_progress=on_progress,
+        simulator=simulator,
+        executor=executor,
+        worker=worker,
+        user=None,
+    )
+
+
+async def _run_parts(
+    suite: Suite,
+    parts: list[_Part],
+    config: RunConfig,
+    run_dir: Path,
+    *,
+    resume: bool,
+    on_progress: Callable[[RunProgress], None] | None,
+    simulator: LLM | None,
+    executor: Executor | None,
+    worker: EvalWorker | None,
+    user: UserSimulator | None,
+) -> list[list[SessionVerdict]]:
+    """Run the units of every part (trial or fork) not yet finished; the verdicts of each part, in suite order."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    trials = range(config.trials)
-    agents = [agent_for_trial(agent, config, t) for t in trials]  # a script without trial t is refused here
     digest = suite.fingerprint()
     if resume:
-        previous = load_run_config(run_dir)
-        if previous.suite_digest is not None and previous.suite_digest != digest:
-            raise ConfigError(
-                f"{run_dir}: the suite changed since the run started (digest {previous.suite_digest[:12]} in the "
-                f"run, {digest[:12]} now): resuming would mix two suites"
-            )
-        if previous.trials != config.trials:
-            raise ConfigError(
-                f"{run_dir}: the run has {previous.trials} trial(s), not {config.trials}: a resume keeps its trials"
-            )
+        _check_resumable(run_dir, config, digest)
         done = [
-            {t.session_id: t for t in load_run_trajectories(run_dir, repair=True, suite=suite, trial=k)} for k in trials
+            {
+                t.session_id: t
+                for t in load_run_trajectories(run_dir, repair=True, suite=suite, trial=p.trial, fork=p.fork)
+            }
+            for p in parts
         ]
     else:
-        for k in trials:
-            path = trial_dir(run_dir, k) / TRAJECTORIES
+        for p in parts:
+            path = p.folder / TRAJECTORIES
             if path.exists() and path.stat().st_size:
                 raise ConfigError(
                     f"{run_dir} already holds a run; use --resume to continue it or choose another --name"
                 )
-        done = [{} for _ in trials]
+        done = [{} for _ in parts]
     config = config.model_copy(update={"suite_digest": digest})
     write_text_atomic(run_dir / "config.json", config.model_dump_json(indent=2) + "\n")
-    if (
-        config.history is HistoryMode.FREE
-    ):  # a missing environment or simulator is a setup error: say it before any call
+    if config.history.live:  # a missing environment or simulator is a setup error: say it before any call
         distinct = {(s.environment, str(s.extra.get("ledger_file"))): s for s in suite.sessions if s.environment}
         for _key, first in sorted(distinct.items()):
             session_environment(first, simulator=simulator, base_dir=Path(config.suite).parent)
-    progress = RunProgress(total=len(suite.sessions) * config.trials)
-    verdicts: list[dict[str, SessionVerdict]] = [{} for _ in trials]
+    progress = RunProgress(total=sum(len(p.sessions) for p in parts))
+    verdicts: list[dict[str, SessionVerdict]] = [{} for _ in parts]
     base_dir = Path(config.suite).parent
+    index = {(p.trial, p.fork): k for k, p in enumerate(parts)}
 
-    def account(trial: int, verdict: SessionVerdict, traj: Trajectory) -> None:
-        verdicts[trial][verdict.session_id] = verdict
+    def account(k: int, verdict: SessionVerdict, traj: Trajectory) -> None:
+        verdicts[k][verdict.session_id] = verdict
         progress.done += 1
         if traj.status is TrajectoryStatus.PROVIDER_ERROR:
             progress.provider_errors += 1
         elif traj.status is TrajectoryStatus.HARNESS_ERROR:
             progress.harness_errors += 1
+        run_by_agent = parts[k].fork  # a fork's earlier tasks are the gold, not the agent's: not counted
         progress.model_failures += sum(t.failure is not None for t in traj.tasks)
         if not verdict.excluded:
-            progress.tasks += len(verdict.tasks)
-            progress.tasks_correct += sum(t.label == "correct" for t in verdict.tasks)
+            mine = [t for t in verdict.tasks if t.task_index >= run_by_agent]
+            progress.tasks += len(mine)
+            progress.tasks_correct += sum(t.label == "correct" for t in mine)
         progress.tokens += sum((s.input_tokens or 0) + (s.output_tokens or 0) for t in traj.tasks for s in t.steps)
         if on_progress is not None:
             on_progress(progress)
 
-    for trial in trials:
-        for sid, traj in done[trial].items():
+    for k, found in enumerate(done):
+        for sid, traj in found.items():
             session = suite.session(sid)
             assert session is not None
-            account(trial, _score(session, traj, config, base_dir), traj)
+            account(k, _score(session, traj, config, base_dir), traj)
             progress.skipped += 1
-    # Longest sessions first (by gold steps): with N sessions at once, a long one started last would leave the
-    # other slots idle while it finishes.
-    longest_first = sorted(suite.sessions, key=lambda s: -sum(GoldDag.from_task(t).min_length for t in s.tasks))
-    todo = [SessionTrial(s, k) for s in longest_first for k in trials if s.id not in done[k]]
+    todo = _longest_first(
+        [
+            SessionTrial(s, p.trial, p.fork)
+            for s in suite.sessions
+            for k, p in enumerate(parts)
+            if _wanted(p, s, done[k])
+        ]
+    )
     halted: list[SessionTrial] = []
     with ExitStack() as stack:
         handles: list[IO[str]] = []
-        for k in trials:
-            trial_dir(run_dir, k).mkdir(parents=True, exist_ok=True)
-            handles.append(stack.enter_context((trial_dir(run_dir, k) / TRAJECTORIES).open("a", encoding="utf-8")))
+        for p in parts:
+            p.folder.mkdir(parents=True, exist_ok=True)
+            handles.append(stack.enter_context((p.folder / TRAJECTORIES).open("a", encoding="utf-8")))
 
         def finished(unit: Unit[SessionTrial], traj: Trajectory) -> None:
             item = unit.payload
+            k = index[(item.trial, item.fork)]
             if traj.status is TrajectoryStatus.HARNESS_ERROR:
                 halted.append(item)
-            append_trajectory(handles[item.trial], traj)
-            account(item.trial, _score(item.session, traj, config, base_dir), traj)
+            append_trajectory(handles[k], traj)
+            account(k, _score(item.session, traj, config, base_dir), traj)
 
         await (executor or LocalExecutor(config.concurrency)).map(
-            (Unit(key=_unit_key(item, config.trials), order=i, payload=item) for i, item in enumerate(todo)),
+            (Unit(key=_unit_key(item, config), order=i, payload=item) for i, item in enumerate(todo)),
             worker
             if worker is not None
             else (
                 lambda unit: _run_one(
                     unit.payload.session,
-                    agents[unit.payload.trial],
+                    parts[index[(unit.payload.trial, unit.payload.fork)]].agent,
                     config,
                     simulator,
                     user=user,
                     trial=unit.payload.trial,
+                    fork=unit.payload.fork,
                 )
             ),
             on_done=finished,
             stop=lambda: bool(halted),
         )
-    return [_in_suite_order(suite, config, verdicts[k], halted) for k in trials]
+    return [_in_suite_order(p.sessions, config, verdicts[k], halted) for k, p in enumerate(parts)]
 
 
-def _unit_key(item: SessionTrial, trials: int) -> str:
-    """A unit's identity: the session id in a one-trial run (as before trials), ``<trial>:<id>`` otherwise (unique
-    whatever the ids hold, since the trial number has no colon)."""
-    return item.session.id if trials == 1 else f"{item.trial}:{item.session.id}"
+def _check_resumable(run_dir: Path, config: RunConfig, digest: str) -> None:
+    """A resume continues the run it finds: the same suite, the same trials, the same history."""
+    previous = load_run_config(run_dir)
+    if previous.suite_digest is not None and previous.suite_digest != digest:
+        raise ConfigError(
+            f"{run_dir}: the suite changed since the run started (digest {previous.suite_digest[:12]} in the "
+            f"run, {digest[:12]} now): resuming would mix two suites"
+        )
+    if previous.trials != config.trials:
+        raise ConfigError(
+            f"{run_dir}: the run has {previous.trials} trial(s), not {config.trials}: a resume keeps its trials"
+        )
+    if previous.history != config.history:
+        raise ConfigError(
+            f"{run_dir}: the run's history is {previous.history.value}, not {config.history.value}: a resume keeps it"
+        )
+
+
+def _wanted(part: _Part, session: Session, done: dict[str, Trajectory]) -> bool:
+    """The part runs this session and has no final result for it yet."""
+    return session.id not in done and len(session.tasks) > part.fork
+
+
+def _longest_first(items: list[SessionTrial]) -> list[SessionTrial]:
+    """Units by the gold steps they play, most first: with N units at once, a long one started last would leave
+    the other slots idle while it finishes. A fork plays only the tasks from its boundary on; a session's trials
+    stay together (the sort is stable)."""
+    lengths: dict[str, list[int]] = {}
+
+    def cost(item: SessionTrial) -> int:
+        session = item.session
+        if session.id not in lengths:
+            lengths[session.id] = [GoldDag.from_task(t).min_length for t in session.tasks]
+        return -sum(lengths[session.id][item.fork :])
+
+    return sorted(items, key=cost)
+
+
+def _unit_key(item: SessionTrial, config: RunConfig) -> str:
+    """A unit's identity: the session id in a one-trial run (as before trials), ``<trial>:<id>`` in a trial run,
+    ``f<fork>:<id>`` in a forked run (unique whatever the ids hold, since the prefix has no colon)."""
+    if config.history is HistoryMode.FORKED:
+        return f"f{item.fork}:{item.session.id}"
+    return item.session.id if config.trials == 1 else f"{item.trial}:{item.session.id}"
 
 
 def _in_suite_order(
-    suite: Suite, config: RunConfig, verdicts: dict[str, SessionVerdict], halted: list[SessionTrial]
+    sessions: list[Session], config: RunConfig, verdicts: dict[str, SessionVerdict], halted: list[SessionTrial]
 ) -> list[SessionVerdict]:
-    """One trial's verdicts in the suite's order; a session the run never started (it stopped after a harness
+    """One part's verdicts in the suite's order; a session the run never started (it stopped after a harness
     error) is a harness error "not run", so a resumed run picks it up."""
     out = []
-    for s in suite.sessions:
+    for s in sessions:
         verdict = verdicts.get(s.id)
         if verdict is None:
             first = halted[0]
-            where = f"session {first.session.id!r}" + (f" (trial {first.trial})" if config.trials > 1 else "")
+            where = f"session {first.session.id!r}"
+            if config.trials > 1:
+                where += f" (trial {first.trial})"
+            elif config.history is HistoryMode.FORKED:
+                where += f" (fork {first.fork})"
             verdict = failed_session(s, config.mode, "not run: the run stopped after a harness error")
             verdict.harness_error = f"not run: the run stopped after a harness error in {where}"
         out.append(verdict)
@@ -629,39 +860,57 @@ def check_run_suite(config: RunConfig, suite: Suite, suite_path: Path) -> None:
 @dataclass
 class RescoredRun:
     """A run directory read back: its config, suite, trajectories, and verdicts scored again in its own mode (of
-    one trial: ``trial``)."""
+    one trial: ``trial``, or one fork of a forked run: ``fork``, whose ``suite`` is then the sessions it ran)."""
 
     config: RunConfig
     suite: Suite
     trajectories: list[Trajectory]
     verdicts: list[SessionVerdict]
     trial: int = 0
+    fork: int = 0
 
 
-def rescore_run(run_dir: Path, *, missing_as_failed: bool = False, trial: int = 0) -> RescoredRun:
+def rescore_run(run_dir: Path, *, missing_as_failed: bool = False, trial: int = 0, fork: int = 0) -> RescoredRun:
     """Score a run again from its trajectories (no model call): what ``show``, ``report`` and ``compare`` read, so a
     run made before ``verdicts.jsonl`` existed is read the same way as a new one. ``trial``: which trial of a trial
-    run (default 0, the run's own files)."""
+    run, ``fork``: which fork of a forked run (default 0, the run's own files)."""
     config = load_run_config(run_dir)
     check_trial(config, trial)
     suite_path = Path(config.suite)
     suite, _report = load_wtb_suite(suite_path)
     check_run_suite(config, suite, suite_path)
-    trajectories = load_run_trajectories(run_dir, suite=suite, trial=trial)
+    check_fork(config, suite, fork)
+    trajectories = load_run_trajectories(run_dir, suite=suite, trial=trial, fork=fork)
     if not trajectories:
-        which = f" in trial {trial}" if config.trials > 1 else ""
+        which = f" in trial {trial}" if config.trials > 1 else (f" in fork {fork}" if fork else "")
         raise ConfigError(f"{run_dir}: the run has no finished session{which} yet")
-    verdicts = _score_suite(run_dir, config, suite, trajectories, mode=config.mode, missing_as_failed=missing_as_failed)
-    return RescoredRun(config, suite, trajectories, verdicts, trial)
+    part = fork_sessions(suite, fork) if fork else suite
+    verdicts = _score_suite(run_dir, config, part, trajectories, mode=config.mode, missing_as_failed=missing_as_failed)
+    return RescoredRun(config, part, trajectories, verdicts, trial, fork)
 
 
 def score_trials(
     run_dir: Path, config: RunConfig, suite: Suite, *, mode: ScoringMode
 ) -> tuple[list[list[Trajectory]], list[list[SessionVerdict]]]:
     """Every trial of a run scored again (``toolwild score RUN_DIR``): each trial's trajectories and verdicts, a
-    session without a result in a trial counting as failed in that trial (as ``score`` counts a missing session)."""
+    session without a result in a trial counting as failed in that trial (as ``score`` counts a missing session).
+    A forked run's forks are its parts here (:func:`score_forks`)."""
+    if config.history is HistoryMode.FORKED:
+        return score_forks(run_dir, config, suite, mode=mode)
     trajectories = [load_run_trajectories(run_dir, suite=suite, trial=t) for t in range(config.trials)]
     verdicts = [_score_suite(run_dir, config, suite, found, mode=mode) for found in trajectories]
+    return trajectories, verdicts
+
+
+def score_forks(
+    run_dir: Path, config: RunConfig, suite: Suite, *, mode: ScoringMode
+) -> tuple[list[list[Trajectory]], list[list[SessionVerdict]]]:
+    """Every fork of a forked run scored again: per fork i, its trajectories and the verdicts of the sessions of
+    more than i tasks, one without a result in that fork counting as failed there."""
+    trajectories = [load_run_trajectories(run_dir, suite=suite, fork=i) for i in range(fork_count(suite))]
+    verdicts = [
+        _score_suite(run_dir, config, fork_sessions(suite, i), found, mode=mode) for i, found in enumerate(trajectories)
+    ]
     return trajectories, verdicts
 
 

@@ -6,7 +6,10 @@ harness does, and the conversation grows the way the harness grows it: tool mess
 observations of the matched gold nodes, the gold user reply after an accepted clarification question.
 
 In ``wtb`` mode the history of earlier tasks is the gold trajectory along the first optimal path (the model never
-sees its own earlier turns). In ``free`` mode the agent keeps its own history across tasks.
+sees its own earlier turns). In ``free`` mode the agent keeps its own history across tasks. A *fork* of a session
+(``forced_prefix`` = i, what ``--history forked`` runs once per task boundary i) teacher-forces tasks 0..i-1 (the
+gold conversation, and on a live environment their gold calls replayed, so task i starts from the state the gold
+leaves) and runs tasks i.. free.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ __all__ = [
     "environment_seed",
     "gold_history",
     "gold_task_messages",
+    "gold_task_steps",
     "run_session",
     "run_within_limit",
 ]
@@ -86,6 +90,14 @@ class HistoryMode(StrEnum):
     """Teacher forcing: the gold trajectory of earlier tasks (the published protocol)."""
     FREE = "free"
     """The agent's own earlier turns."""
+    FORKED = "forked"
+    """A run of every session once per task boundary i: tasks before i teacher-forced, tasks from i on free
+    (``eval.runner`` runs the forks; one fork is the live loop in ``free`` mode with ``forced_prefix`` = i)."""
+
+    @property
+    def live(self) -> bool:
+        """The agent's calls run on the session's environment (an agent's own history needs real observations)."""
+        return self is not HistoryMode.WTB
 
 
 def _as_text(value: Any) -> str:
@@ -146,6 +158,33 @@ def gold_task_messages(session: Session, ti: int) -> list[dict[str, Any]]:
     return messages
 
 
+def gold_task_steps(session: Session, ti: int) -> list[Step]:
+    """The gold conversation of one task (:func:`gold_task_messages`) as the steps of an agent that played it: what a
+    fork records for a task it teacher-forced, so its trajectory shows (and scores) the conversation the agent was
+    given. Calls keep the history's ids and JSON-encoded observations; an empty text turn reads ``(answer)``, as the
+    oracle's does (an empty reply would be judged as none)."""
+    task = session.tasks[ti]
+    steps: list[Step] = []
+    for si, batch in enumerate(GoldDag.from_task(task).first_optimal_path()):
+        nodes = [task.gold[i] for i in batch]
+        head = nodes[0]
+        if head.kind is NodeKind.CALL:
+            calls = [
+                ToolCall(
+                    id=f"call_{ti}_{si}_{k}",
+                    name=n.name,
+                    arguments=json.dumps(n.action.arguments, ensure_ascii=False),
+                )
+                for k, n in enumerate(nodes)
+            ]
+            observations = [json.dumps(n.observation, ensure_ascii=False) for n in nodes]
+            steps.append(Step(tool_calls=calls, observations=observations))
+        else:
+            reply = (head.user_input or "") if head.kind is NodeKind.ASK else None
+            steps.append(Step(content=_as_text(head.observation) or "(answer)", user_reply=reply))
+    return steps
+
+
 def _assistant_message(step: Step, ids: list[str]) -> dict[str, Any]:
     msg: dict[str, Any] = {"role": "assistant", "content": step.content or ""}
     if step.tool_calls:
@@ -165,8 +204,12 @@ async def run_session(
     max_steps_per_task: int = 32,
     environment: EnvironmentBackend | None = None,
     time_limit_s: float | None = None,
+    forced_prefix: int = 0,
 ) -> Trajectory:
     """Run every task of a session through the live loop and return what the agent did.
+
+    ``forced_prefix`` = i runs one fork of the session: tasks before i are teacher-forced (recorded as their gold
+    steps, the agent is not asked) and tasks from i on run free; ``history`` ``forked`` is ``free`` here.
 
     With ``history=FREE`` and an ``environment``, the agent's calls run on a real episode (every call the agent
     makes, even one the live loop judges wrong: a real service would have executed it), the agent sees the real
@@ -183,10 +226,12 @@ async def run_session(
     token = current_clock.set(clock)
     try:
         episode = None
-        if environment is not None and history is HistoryMode.FREE:
+        if environment is not None and history.live:
             episode = _harness_guard("environment reset", lambda: environment.reset(seed=environment_seed(session)))
         write_tools = {t.name for t in environment.tools if t.effect is Effect.WRITE} if environment else set()
-        run = SessionLoop(session, agent, history, scoring_mode, max_steps_per_task, episode, write_tools)
+        run = SessionLoop(
+            session, agent, history, scoring_mode, max_steps_per_task, episode, write_tools, forced_prefix=forced_prefix
+        )
         try:
             await run_within_limit(run.run, run.stop_at_time_limit, clock, time_limit_s)
         finally:
@@ -260,10 +305,18 @@ class SessionLoop:
         max_steps_per_task: int,
         episode: Episode | None,
         write_tools: set[str],
+        *,
+        forced_prefix: int = 0,
     ) -> None:
+        if not 0 <= forced_prefix < max(len(session.tasks), 1):
+            raise ValueError(
+                f"session {session.id!r} has {len(session.tasks)} task(s): no fork at task {forced_prefix}"
+            )
         self.session = session
         self.agent = agent
-        self.history = history
+        self.history = HistoryMode.FREE if history is HistoryMode.FORKED else history
+        self.forced_prefix = forced_prefix
+        """Tasks before this one are teacher-forced (a fork of ``--history forked``); 0: none."""
         self.scoring_mode = scoring_mode
         self.max_steps = max_steps_per_task
         self.episode = episode
@@ -313,13 +366,42 @@ class SessionLoop:
                 f"environment raised on {call.name!r} (task {len(self.tasks)}): {type(exc).__name__}: {exc}"
             ) from exc
 
+    async def _force_prefix(self) -> list[dict[str, Any]]:
+        """Teacher-force the tasks before ``forced_prefix``: record each as its gold steps, replay its gold calls on
+        the live environment, and return the system line plus their gold conversation (``gold_history``).
+
+        Raises:
+            HarnessError: a replayed task leaves the environment in another state than the suite expects: every
+                later task of the fork would start from a wrong state (``validate --replay`` says where).
+        """
+        history: list[dict[str, Any]] = [{"role": "system", "content": self.session.system_prompt}]
+        for ti in range(self.forced_prefix):
+            steps = gold_task_steps(self.session, ti)
+            writes = 0
+            if self.episode is not None:
+                for step in steps:
+                    for call in step.tool_calls or []:
+                        observed = await self._execute(call)
+                        writes += int(call.name in self.write_tools and _wrote(observed))
+            record = self._record(ti, steps, writes, None)
+            if record.state_diff:
+                raise HarnessError(
+                    f"session {self.session.id!r}: the gold of task {ti} does not replay on its environment "
+                    f"({len(record.state_diff)} difference(s) from the expected state), so the fork at task "
+                    f"{self.forced_prefix} cannot start from the state it expects (toolwild validate --replay)"
+                )
+            self.tasks.append(record)
+            history.extend(gold_task_messages(self.session, ti))
+        return history
+
     async def run(self) -> None:
         session, history = self.session, self.history
         tools = to_openai_tools_for_api(session.tools)
         params = api_parameters(session)
-        own_history: list[dict[str, Any]] = [{"role": "system", "content": session.system_prompt}]
+        own_history = await self._force_prefix()  # the system line (and a fork's teacher-forced tasks)
         teacher_forced = list(own_history)  # grows by each task's gold conversation (built once per task)
-        for ti, task in enumerate(session.tasks):
+        for ti in range(self.forced_prefix, len(session.tasks)):
+            task = session.tasks[ti]
             base = teacher_forced if history is HistoryMode.WTB else own_history
             messages = [*base, {"role": "user", "content": task.utterance}]
             judge = TaskJudge(task, parameters=params, mode=self.scoring_mode)

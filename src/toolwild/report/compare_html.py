@@ -3,6 +3,8 @@
 Readable offline: plotly's JavaScript is inlined once (no CDN), every figure is plotly JSON drawn by it, and the only
 links go to the runs' own ``report.html`` files (relative paths, so a folder of runs can be moved or archived whole).
 The page reads only a :class:`~toolwild.eval.compare.Comparison`, so it cannot disagree with the terminal table.
+When some runs are of a perturbed copy of the suite (``--perturb``), a *Robustness* section gives each one's
+accuracy delta against its unperturbed run.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ def _leaderboard(comparison: Comparison) -> str:
     rows = []
     for run in comparison.runs:
         who = html.escape(run.model or run.agent)
+        if run.perturbation is not None:
+            who += f"<br>perturbed: {html.escape(run.perturbation)}"
         cells = "".join(_figure_cell(run.figures[m]) for m in HEADLINE)
         rows.append(f"<tr><td><b>{html.escape(run.label)}</b><br><span class=ci>{who}</span></td>{cells}</tr>")
     return f"<table><tr><th>run</th>{head}</tr>{''.join(rows)}</table>"
@@ -116,6 +120,61 @@ def _differences(comparison: Comparison) -> str:
         f"<th>sessions</th></tr>{''.join(rows)}</table>"
     )
     return _plot(fig, "differences") + table
+
+
+def _robustness(comparison: Comparison) -> str:
+    """Each perturbed run's accuracy delta against its unperturbed run: points with paired intervals, then a table."""
+    if not comparison.robustness:
+        return (
+            "<p>Some runs are of a perturbed copy of the suite, but no unperturbed run was given: add a run of the "
+            "base suite to see each perturbation's delta.</p>"
+        )
+    fig = go.Figure()
+    for metric in ("task", "session"):
+        rows = [(r, d) for r in comparison.robustness for d in r.deltas if d.metric == metric]
+        fig.add_trace(
+            go.Scatter(
+                x=[100 * d.point for _, d in rows],
+                y=[f"{','.join(r.kinds)} · {comparison.runs[r.run].label}" for r, _ in rows],
+                mode="markers",
+                name=_METRIC_NAMES[metric],
+                error_x={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [100 * (d.high - d.point) for _, d in rows],
+                    "arrayminus": [100 * (d.point - d.low) for _, d in rows],
+                },
+            )
+        )
+    fig.add_vline(x=0, line_dash="dash", line_color="#888")
+    fig.update_layout(
+        title="Perturbed − unperturbed accuracy, with paired 95% bootstrap intervals",
+        xaxis_title="percentage points",
+        height=200 + 40 * len(comparison.robustness),
+        margin={"l": 260},
+        yaxis={"autorange": "reversed"},
+    )
+    rows = []
+    for row in comparison.robustness:
+        run, base = comparison.runs[row.run], comparison.runs[row.base]
+        cells = ""
+        for metric in ("task", "session"):
+            found = [d for d in row.deltas if d.metric == metric]
+            d = found[0] if found else None
+            cells += "<td>n/a</td>" if d is None else f"<td>{_delta_span(d.point)} [{_pp(d.low)}, {_pp(d.high)}]</td>"
+        task = next((d for d in row.deltas if d.metric == "task"), None)
+        verdict = "n/a" if task is None else "<b>yes</b>" if task.excludes_zero else "no"
+        rows.append(
+            f"<tr><td><b>{html.escape(','.join(row.kinds))}</b> <span class=ci>seed {row.seed}</span><br>"
+            f"<span class=ci>{html.escape(run.label)} vs {html.escape(base.label)}</span></td>"
+            f"<td>{_pct(base.figures['task'].value)} → {_pct(run.figures['task'].value)}</td>{cells}"
+            f"<td>{verdict}</td><td>{task.sessions if task else 0}</td></tr>"
+        )
+    table = (
+        "<table><tr><th>perturbation</th><th>task accuracy</th><th>Δ task accuracy</th><th>Δ session accuracy</th>"
+        f"<th>task Δ excludes 0</th><th>sessions</th></tr>{''.join(rows)}</table>"
+    )
+    return _plot(fig, "robustness") + table
 
 
 def _categories(comparison: Comparison) -> str:
@@ -183,17 +242,24 @@ def _flips(comparison: Comparison, out_dir: Path) -> str:
 
 def render_compare_html(comparison: Comparison, out_dir: Path) -> str:
     """The whole page as a string; ``out_dir`` is where it will live (the flips' links are relative to it)."""
+    base = (
+        f", perturbed copies of suite {comparison.base_digest[:12]} among the runs"
+        if comparison.base_digest is not None
+        else ""
+    )
     meta = (
-        f"suite <code>{html.escape(comparison.suite)}</code> (fingerprint {comparison.suite_digest[:12]}) · "
+        f"suite <code>{html.escape(comparison.suite)}</code> (fingerprint {comparison.suite_digest[:12]}{base}) · "
         f"mode <b>{html.escape(comparison.mode)}</b> · history <b>{html.escape(comparison.history)}</b> · "
         f"{comparison.resamples} paired bootstrap resamples over sessions, seed {comparison.seed}"
     )
+    robustness = f"<h2>Robustness</h2>{_robustness(comparison)}" if comparison.base_digest is not None else ""
     return (
         "<!doctype html><html><head><meta charset=utf-8><title>toolwild compare</title>"
         f"<style>{_STYLE}</style><script>{plotly.offline.get_plotlyjs()}</script></head><body>"
         f"<h1>toolwild compare</h1><p class=meta>{meta}</p>"
         f"<h2>Leaderboard</h2>{_leaderboard(comparison)}"
         f"<h2>Paired differences</h2>{_differences(comparison)}"
+        f"{robustness}"
         f"<h2>Per category</h2>{_categories(comparison)}"
         f"<h2>Tasks that flip</h2>{_flips(comparison, out_dir)}"
         "</body></html>\n"

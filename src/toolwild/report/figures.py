@@ -16,7 +16,14 @@ from toolwild.core.verdict import ErrorClass, Metrics
 __all__ = ["Figure", "HeadlineItem", "build_figures", "build_headline"]
 
 FAMILY_ORDER = ("action", "parameter", "inference")
-COLOURS = {"accuracy": "#3b6ea8", "optimal": "#3b6ea8", "progress": "#e08a2b", "drop": "#c0392b"}
+COLOURS = {
+    "accuracy": "#3b6ea8",
+    "optimal": "#3b6ea8",
+    "progress": "#e08a2b",
+    "drop": "#c0392b",
+    "forced": "#3b6ea8",
+    "free": "#e08a2b",
+}
 TRIAL_SERIES = (
     ("pass^k", "task", "pass^k over tasks", "#3b6ea8", "solid"),
     ("pass@k", "task", "pass@k over tasks", "#e08a2b", "solid"),
@@ -325,11 +332,62 @@ def _trials_figure(trials: dict[str, Any]) -> Figure:
     )
 
 
+def _error_bars(leaves: list[dict[str, Any]], values: list[float | None]) -> dict[str, Any]:
+    """Asymmetric error bars from leaves holding ``low`` and ``high`` (none where a value or interval is missing)."""
+    pairs = list(zip(leaves, values, strict=True))
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [leaf["high"] - v if v is not None and "high" in leaf else None for leaf, v in pairs],
+        "arrayminus": [v - leaf["low"] if v is not None and "low" in leaf else None for leaf, v in pairs],
+    }
+
+
+def _forked_figure(forked: dict[str, Any]) -> Figure:
+    """Forced against free task accuracy, overall and per instruction-transition count of the session, each with
+    its 95% interval; the gap (forced minus free, in points) is each group's label: where the agent's own history
+    costs it, and whether that grows with the transitions."""
+    groups = {"all": forked["overall"], **forked["gap_by_transitions"]}
+    labels = ["all tasks" if k == "all" else f"{k} transition{'s' if k != '1' else ''}" for k in groups]
+    data = []
+    for kind, legend in (("forced", "forced (gold history)"), ("free", "free (own history)")):
+        leaves = [block[kind] for block in groups.values()]
+        values = [_leaf_value(leaf) if leaf.get("accuracy") is not None else None for leaf in leaves]  # n/a: None
+        counts = [f"{leaf['correct_count']}/{leaf['total_count']}" for leaf in leaves]
+        trace = _bar(labels, values, counts, legend, COLOURS[kind])
+        trace["error_y"] = _error_bars(leaves, values)
+        data.append(trace)
+    gaps = {k: block["gap"] for k, block in groups.items()}
+    title = "Self-conditioning gap: forced minus free task accuracy"
+    layout = _layout(title, "task accuracy", barmode="group", showlegend=True, legend={"orientation": "h", "y": -0.3})
+    layout["annotations"] = [
+        {
+            "x": label,
+            "y": 1.1,
+            "text": "gap n/a" if gap is None else f"gap {gap * 100:+.1f} pt",
+            "showarrow": False,
+        }
+        for label, gap in zip(labels, gaps.values(), strict=True)
+    ]
+    return Figure(
+        key="forked",
+        title=title,
+        source="extensions.forked",
+        series=groups,
+        derived={"gap": gaps},
+        spec={"data": data, "layout": layout},
+    )
+
+
 def build_figures(metrics: Metrics) -> list[Figure]:
-    """The paper's figures for this run, in the order the report shows them (a trial run's pass^k figure first)."""
+    """The paper's figures for this run, in the order the report shows them (a trial run's pass^k figure first, a
+    forked run's gap figure first)."""
     positions = {k: f"task {int(k) + 1}" for k in metrics.layer_info}
     trials = metrics.extensions.get("trials")
+    forked = metrics.extensions.get("forked")
     first = [_trials_figure(trials)] if trials else []
+    if forked:
+        first.append(_forked_figure(forked))
     return [
         *first,
         _accuracy_figure(

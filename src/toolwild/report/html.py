@@ -31,10 +31,12 @@ from toolwild.core.trajectory import Step, TaskTrajectory, Trajectory
 from toolwild.core.verdict import Metrics, ScoringMode, SessionVerdict, StepVerdict, TaskVerdict
 from toolwild.errors import ConfigError, DataError
 from toolwild.eval.metrics.accuracy import compute_metrics
+from toolwild.eval.metrics.forked import compute_forked_metrics
 from toolwild.eval.metrics.passk import compute_trial_metrics
 from toolwild.eval.runner import RunConfig, load_run_config, rescore_run, score_trials
 from toolwild.eval.scoring.dag import GoldDag, Position
 from toolwild.eval.scoring.session import score_suite
+from toolwild.eval.session import HistoryMode
 from toolwild.report.figures import build_figures, build_headline
 
 __all__ = ["RunView", "load_result_view", "load_run", "render_report", "write_report", "write_result_report"]
@@ -72,10 +74,10 @@ class RunView:
         )
 
 
-def load_run(run_dir: Path, *, missing_as_failed: bool = False, trial: int = 0) -> RunView:
+def load_run(run_dir: Path, *, missing_as_failed: bool = False, trial: int = 0, fork: int = 0) -> RunView:
     """The run's sessions, trajectories and verdicts (scored again from its trajectories in its own mode), of one
-    trial of a trial run (default trial 0, the run's own files)."""
-    run = rescore_run(run_dir, missing_as_failed=missing_as_failed, trial=trial)
+    trial of a trial run or one fork of a forked run (default 0, the run's own files)."""
+    run = rescore_run(run_dir, missing_as_failed=missing_as_failed, trial=trial, fork=fork)
     return RunView.of(run.suite, run.trajectories, run.verdicts, run.config)
 
 
@@ -104,10 +106,11 @@ def _run_metrics(run_dir: Path, view: RunView) -> Metrics:
     assert config is not None
     name = next((t.model for t in view.trajectories.values() if t.model), None) or config.agent
     by_trial = [view.verdicts]
-    if config.trials > 1:  # every trial, as eval and score compute them
+    forked = config.history is HistoryMode.FORKED
+    if config.trials > 1 or forked:  # every trial (or fork), as eval and score compute them
         suite, _report = load_wtb_suite(Path(config.suite))
         _trajectories, by_trial = score_trials(run_dir, config, suite, mode=config.mode)
-    return compute_trial_metrics(
+    return (compute_forked_metrics if forked else compute_trial_metrics)(
         by_trial, model_name=name, mode=config.mode, count_provider_errors=config.count_provider_errors
     )
 
@@ -127,6 +130,7 @@ def write_report(
     view = view or load_run(run_dir)
     metrics = metrics or _run_metrics(run_dir, view)
     config = view.config or load_run_config(run_dir)
+    forked = config.history is HistoryMode.FORKED
     meta = {
         "title": f"{metrics.model_name} on {Path(config.suite).name}",
         "model": metrics.model_name,
@@ -136,6 +140,7 @@ def write_report(
         "suite": config.suite,
         "source": str(run_dir),
         **({"trials": config.trials} if config.trials > 1 else {}),
+        **({"forks": max(map(len, (s.tasks for s in view.sessions.values())), default=0)} if forked else {}),
     }
     return _write(out or run_dir / REPORT, render_report(view, metrics, meta))
 

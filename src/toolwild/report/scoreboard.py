@@ -9,7 +9,7 @@ from rich.table import Table
 
 from toolwild.core.verdict import Metrics
 
-__all__ = ["render_outcomes", "render_scoreboard", "render_trials"]
+__all__ = ["render_forked", "render_outcomes", "render_scoreboard", "render_trials"]
 
 
 def _pct(x: float) -> str:
@@ -108,6 +108,7 @@ def render_scoreboard(metrics: Metrics, console: Console) -> None:
             errors.add_row(name, v["family"], str(v["count"]), _pct(v["share"]))
         console.print(errors)
     render_trials(metrics, console)
+    render_forked(metrics, console)
     render_outcomes(metrics, console)
 
 
@@ -158,6 +159,89 @@ def render_trials(metrics: Metrics, console: Console) -> None:
         console.print(
             f"[yellow]{len(incomplete)} session(s) with trials left out (provider or harness errors); their "
             f"pass^k uses the trials they have: {shown}{more}[/]"
+        )
+
+
+def _points(value: float | None) -> str:
+    """A difference of rates in percentage points, signed (``n/a`` for nothing)."""
+    return "n/a" if value is None else f"{100 * value:+.2f}"
+
+
+def _points_interval(leaf: dict[str, Any]) -> str:
+    return f"[{100 * leaf['low']:+.1f}, {100 * leaf['high']:+.1f}]" if "low" in leaf else ""
+
+
+def _share(
+    leaf: dict[str, Any], value: str = "accuracy", part: str = "correct_count", whole: str = "total_count"
+) -> str:
+    """A rate with its counts, or ``n/a`` with its (zero) count."""
+    if leaf.get(value) is None:
+        return f"n/a 0/{leaf.get(whole, 0)}"
+    return f"{_pct(leaf[value])} {leaf[part]}/{leaf[whole]}"
+
+
+def _gap_table(title: str, rows: dict[str, dict[str, Any]]) -> Table:
+    """Forced and free accuracy with the gap (forced minus free, in points) and its 95% interval, one row each."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("", style="bold")
+    table.add_column("forced", justify="right")
+    table.add_column("free", justify="right")
+    table.add_column("gap, pt", justify="right")
+    table.add_column("95% CI", justify="right")
+    for name, block in rows.items():
+        table.add_row(
+            name, _share(block["forced"]), _share(block["free"]), _points(block["gap"]), _points_interval(block)
+        )
+    return table
+
+
+def render_forked(metrics: Metrics, console: Console) -> None:
+    """A forked run's figures: the self-conditioning gap (forced minus free accuracy, overall and per transition
+    count), first divergence and recovery, with their 95% intervals. Nothing for another run."""
+    forked = metrics.extensions.get("forked")
+    if not forked:
+        return
+    overall = forked["overall"]
+    rows = {"all tasks": overall, "all sessions": overall["session"]}
+    for key, block in forked["gap_by_transitions"].items():
+        rows[f"{key} transition{'s' if key != '1' else ''}"] = block
+    console.print(
+        _gap_table(
+            f"Forked: {forked['sessions']} sessions, {forked['tasks']} tasks, {forked['task_runs']} task-runs. "
+            "Forced: gold history before the task; free: the agent's own. Rows by the session's transitions count "
+            "its tasks.",
+            rows,
+        )
+    )
+    before = {f"after {k}": b for k, b in forked["gap_by_transitions_before"].items()}
+    console.print(_gap_table("Tasks by the instruction transitions before them", before))
+    first = forked["first_divergence"]
+    where = ", ".join(f"task {int(j) + 1}: {n}" for j, n in first["by_task"].items())
+    console.print(
+        f"First divergence (the first task failed free but passed forced): {first['diverged']} of "
+        f"{first['sessions']} session(s)"
+        + (f" {_interval(first)}" if "low" in first else "")
+        + (f" · {where}" if where else "")
+        + f" · {first['after_own_failure']} after an own failed task"
+    )
+    recovery = forked["recovery"]
+    parts = " · ".join(
+        f"{label} {_share(recovery[kind], 'rate', 'recovered', 'failures')}"
+        + (f" {_interval(recovery[kind])}" if "low" in recovery[kind] else "")
+        for kind, label in (("free", "free"), ("forced", "forced"), ("after_own_mistake", "after its own mistake"))
+    )
+    console.print(f"Recovery (the next task correct after a failed one): {parts}")
+    console.print(
+        "The figures before the forked tables are fork 0's, the free run's (toolwild show --fork I shows fork I).",
+        style="dim",
+    )
+    incomplete = forked.get("incomplete_sessions") or []
+    if incomplete:
+        shown = ", ".join(f"{s['session_id']} (forks {s['forks_left_out']})" for s in incomplete[:5])
+        more = f" and {len(incomplete) - 5} more" if len(incomplete) > 5 else ""
+        console.print(
+            f"[yellow]{len(incomplete)} session(s) left out of the forked figures (a fork lost to the provider or "
+            f"the harness): {shown}{more}[/]"
         )
 
 

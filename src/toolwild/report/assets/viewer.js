@@ -54,6 +54,8 @@
       notes.push(el("p", { cls: "warn", text: meta.excluded_sessions + " session(s) left out (provider or harness errors)." }));
     if (meta.trials > 1)
       notes.push(el("p", { cls: "dim", text: meta.trials + " trials per session: the figures pool every trial; the tasks below are trial 0's (toolwild show --trial T shows another)." }));
+    if (meta.forks)
+      notes.push(el("p", { cls: "dim", text: "Forked run (" + meta.forks + " forks, one per task boundary): the headline, the paper's figures and the tasks below are fork 0's, the free run's; the forked table and figure compare each task forced (gold history) and free (toolwild show --fork I shows fork I)." }));
     return el("header", null, [
       el("h1", { text: meta.title }),
       badges,
@@ -116,6 +118,57 @@
       el("h2", { text: "Trials: pass^k and pass@k (95% intervals, bootstrap over sessions)" }),
       el("table", null, rows),
       el("p", { cls: "dim", text: note }),
+    ]);
+  }
+
+  /* A forked run: forced against free accuracy (and the gap) overall and per transition count, first divergence
+   * and recovery, each with its 95% interval. */
+  function forkedTable(metrics) {
+    var forked = (metrics.extensions || {}).forked;
+    if (!forked) return null;
+    function share(leaf, value, part, whole) {
+      value = value || "accuracy"; part = part || "correct_count"; whole = whole || "total_count";
+      var b = leaf.low !== undefined ? " [" + pct(leaf.low) + ", " + pct(leaf.high) + "]" : "";
+      return pct(leaf[value]) + " (" + leaf[part] + "/" + leaf[whole] + ")" + (leaf[value] === null ? "" : b);
+    }
+    function points(block) {
+      if (block.gap === null || block.gap === undefined) return "n/a";
+      function pt(x) { return (x >= 0 ? "+" : "") + (x * 100).toFixed(1); }
+      return pt(block.gap) + " pt" + (block.low !== undefined ? " [" + pt(block.low) + ", " + pt(block.high) + "]" : "");
+    }
+    var rows = [el("tr", null, ["", "forced", "free", "gap (forced − free)"].map(function (h) { return el("th", { text: h }); }))];
+    function row(key, name, block) {
+      rows.push(el("tr", { "data-row": key }, [
+        el("td", { text: name }),
+        el("td", { text: share(block.forced) }),
+        el("td", { text: share(block.free) }),
+        el("td", { text: points(block) }),
+      ]));
+    }
+    row("tasks", "tasks", forked.overall);
+    row("sessions", "sessions", forked.overall.session);
+    Object.keys(forked.gap_by_transitions).forEach(function (k) {
+      row("t" + k, "tasks, sessions of " + k + " transition(s)", forked.gap_by_transitions[k]);
+    });
+    Object.keys(forked.gap_by_transitions_before).forEach(function (k) {
+      row("b" + k, "tasks after " + k + " transition(s)", forked.gap_by_transitions_before[k]);
+    });
+    var first = forked.first_divergence;
+    var where = Object.keys(first.by_task).map(function (j) { return "task " + (Number(j) + 1) + ": " + first.by_task[j]; }).join(", ");
+    var divergence = "First divergence (the first task failed free but passed forced): " + first.diverged + " of " + first.sessions +
+      " session(s)" + (first.low !== undefined ? " [" + pct(first.low) + ", " + pct(first.high) + "]" : "") +
+      (where ? " · " + where : "") + " · " + first.after_own_failure + " after an own failed task.";
+    var r = forked.recovery;
+    var recovery = "Recovery (the next task correct after a failed one): free " + share(r.free, "rate", "recovered", "failures") +
+      " · forced " + share(r.forced, "rate", "recovered", "failures") +
+      " · after its own mistake " + share(r.after_own_mistake, "rate", "recovered", "failures") + ".";
+    return el("section", { cls: "trials forked", id: "forked-table" }, [
+      el("h2", { text: "Forked: forced against free (95% intervals, bootstrap over sessions)" }),
+      el("p", { cls: "dim", text: forked.sessions + " sessions, " + forked.tasks + " tasks, " + forked.task_runs + " task-runs; " +
+        (forked.incomplete_sessions || []).length + " session(s) left out (a fork lost)." }),
+      el("table", null, rows),
+      el("p", { id: "forked-divergence", text: divergence }),
+      el("p", { id: "forked-recovery", text: recovery }),
     ]);
   }
 
@@ -369,6 +422,8 @@
     app.appendChild(headline(data("headline")));
     var trials = trialsTable(data("metrics"));
     if (trials) app.appendChild(trials);
+    var forked = forkedTable(data("metrics"));
+    if (forked) app.appendChild(forked);
     app.appendChild(charts(figures));
     var viewer = new Viewer(data("tasks"));
     app.appendChild(viewer.element());
