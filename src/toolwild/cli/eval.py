@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 
 from toolwild.cli._common import (
     RayAddressOption,
@@ -56,6 +57,32 @@ if TYPE_CHECKING:
 
 DEFAULT_SUBSET = 4
 """Sessions of the built-in ledger suite run by default (the embedded model needs about a minute per session)."""
+
+
+def _perturbed_run_suite(
+    suite_path: Path,
+    run_dir: Path,
+    kinds: str,
+    seed: int,
+    model: str | None,
+    base_url: str | None,
+    skip_invalid: bool,
+) -> Path:
+    """Write the perturbed copy ``--perturb`` asks for into the run (its ``suite.jsonl``: re-scoring, resuming and
+    ``compare`` read it; it records the base suite's fingerprint, the kinds and the seed) and return its path."""
+    from toolwild.cli.validate import perturbed_copy
+
+    if (run_dir / "trajectories.jsonl").exists():
+        raise ConfigError(f"{run_dir} already holds a run; use --resume to continue it")
+    base, report = load_wtb_suite(suite_path, skip_invalid=skip_invalid)
+    report_skipped(report)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cache = run_dir / "perturb.cache.sqlite"
+    outcome = perturbed_copy(base, suite_path, kinds, seed, model, base_url, cache)
+    target = run_dir / "suite.jsonl"
+    write_wtb_suite(_anchored(outcome.suite, suite_path.resolve().parent), target)
+    console.print(escape(outcome.summary()))
+    return target
 
 
 def _selected(suite: Suite, limit: int | None, only: str | None) -> Suite:
@@ -236,6 +263,24 @@ def eval_command(
         Path | None,
         typer.Option(help="Also write the published WildToolBench result format here.", rich_help_panel="Scoring"),
     ] = None,
+    perturb: Annotated[
+        str | None,
+        typer.Option(
+            help="Run a perturbed copy of the suite (kept in the run as suite.jsonl): KIND[,KIND] of distractors:N, "
+            "terse[:N], rename, shuffle, paraphrase (see README, Robustness).",
+            rich_help_panel="Perturbation",
+        ),
+    ] = None,
+    perturb_seed: Annotated[
+        int, typer.Option(help="Seed of --perturb (the same seed, the same copy).", rich_help_panel="Perturbation")
+    ] = 0,
+    perturb_model: Annotated[
+        str | None,
+        typer.Option(
+            help="The model that rewords utterances for --perturb paraphrase (cached in the run).",
+            rich_help_panel="Perturbation",
+        ),
+    ] = None,
     skip_invalid: Annotated[
         bool,
         typer.Option(
@@ -292,6 +337,10 @@ def eval_command(
                 run_dir.mkdir(parents=True, exist_ok=True)
                 write_wtb_suite(chosen, run_dir / "suite.jsonl")
                 suite_path = run_dir / "suite.jsonl"
+            if perturb is not None:
+                suite_path = _perturbed_run_suite(
+                    suite_path, run_dir, perturb, perturb_seed, perturb_model, base_url, skip_invalid
+                )
             simulated = parse_user_spec(user) is not None
             if history is HistoryMode.FORKED:
                 _check_forked(simulated, trials)

@@ -139,6 +139,25 @@ def sessions(
         ),
     ] = "local",
     ray_address: RayAddressOption = None,
+    perturb: Annotated[
+        str | None,
+        typer.Option(
+            help="Also write a perturbed copy of the suite: KIND[,KIND] of distractors:N, terse[:N], rename, "
+            "shuffle, paraphrase (reworded by --model).",
+            rich_help_panel="Perturbation",
+        ),
+    ] = None,
+    perturb_seed: Annotated[
+        int, typer.Option(help="Seed of --perturb (the same seed, the same copy).", rich_help_panel="Perturbation")
+    ] = 0,
+    perturb_out: Annotated[
+        Path | None,
+        typer.Option(
+            dir_okay=False,
+            help="Where the perturbed copy goes (default: OUT's name + .perturbed.jsonl).",
+            rich_help_panel="Perturbation",
+        ),
+    ] = None,
 ) -> None:
     """Generate wild sessions over any environment: verified tasks built bottom-up from its dependency graph.
 
@@ -152,8 +171,9 @@ def sessions(
     with --resume keeps every finished session and makes none twice. OUT is written at the end in session order
     (the same file whatever the concurrency), with OUT.report.json (counts, drops by reason, sessions that could not
     be built, and the quality figures of `toolwild validate --quality`). Model calls are cached: a second run makes
-    none and writes the same suite. Exit 1 when no session could be built or verification failed, 4 when sessions
-    were lost to the provider (resume to retry them).
+    none and writes the same suite. With --perturb a perturbed copy is written beside it (its oracle checked in
+    both modes, gold calls replayed) for `toolwild compare` against the suite's own runs. Exit 1 when no session
+    could be built or verification failed, 4 when sessions were lost to the provider (resume to retry them).
     """
     from toolwild.cli._common import run_async
     from toolwild.cli.validate import quality_headline
@@ -170,6 +190,7 @@ def sessions(
             raise ConfigError(f"--builder {builder!r}: choose auto or graph")
         if like_published and transitions is not None:
             raise ConfigError("--like-published fixes every session's pattern: leave out --transitions")
+        perturb_to = _perturb_target(perturb, perturb_out, out, model)
         refs = _environment_refs(env)
         ledger_file, ledger_ref = _own_ledger(ledger, refs, builder, out, resume=resume)
         cache_path = cache or out.with_name(out.name + ".cache.sqlite")
@@ -258,6 +279,9 @@ def sessions(
                 result = job.assemble(log.records(), write=write)
             log.mark_complete()
         figures = quality.result(drops=result.drops)
+        perturbed = None
+        if perturb_to is not None and summary.sessions:
+            perturbed = _write_perturbed(out, perturb_to, perturb, perturb_seed, model, base_url, cache_path, verify)
         report = {
             "suite": str(out),
             "environments": job.env_refs,
@@ -282,6 +306,8 @@ def sessions(
             "executor": executor,
             "quality": figures.model_dump(mode="json"),
         }
+        if perturbed is not None:
+            report["perturbed"] = perturbed
         write_json(out.with_name(out.name + ".report.json"), report)
 
     table = Table(title=f"Sessions -> {out}", title_justify="left", show_header=False)
@@ -313,6 +339,15 @@ def sessions(
     errors = sum(p["severity"] == Severity.ERROR.value for p in result.problems)
     if verify:
         table.add_row("verification", "[green]passed[/]" if not errors else f"[red]{errors} error(s)[/] (see report)")
+    if perturbed is not None:
+        kinds = ",".join(perturbed["kinds"])
+        table.add_row("perturbed copy", f"{perturbed['suite']} ({kinds}, seed {perturbed['seed']})")
+        if perturbed["paraphrase"] is not None:
+            p = perturbed["paraphrase"]
+            table.add_row("  reworded / kept (fallback)", f"{p['reworded']:,} / {p['fallbacks']:,}")
+        if perturbed["problems"]:
+            table.add_row("[red]perturbed copy[/]", f"[red]{len(perturbed['problems'])} error(s)[/] (see report)")
+            errors += len(perturbed["problems"])
     console.print(table)
     if not summary.sessions and not result.failed_units:
         console.print("[red]no session could be built[/] (the report says why)")
@@ -322,6 +357,70 @@ def sessions(
     if result.failed_units:
         console.print(f"[yellow]{len(result.failed_units)} session(s) lost to the provider[/]: resume to retry them")
         raise typer.Exit(EXIT_PROVIDER_ERRORS)
+
+
+def _perturb_target(perturb: str | None, perturb_out: Path | None, out: Path, model: str) -> Path | None:
+    """Where ``--perturb`` writes its copy (None without it); a bad value is refused before anything is made."""
+    if perturb is None:
+        if perturb_out is not None:
+            raise ConfigError("--perturb-out needs --perturb")
+        return None
+    from toolwild.core.perturb import parse_kinds
+
+    if any(k.name == "paraphrase" for k in parse_kinds(perturb)) and model == "template":
+        raise ConfigError("--perturb paraphrase needs a model to reword the utterances: give --model M")
+    target = perturb_out or out.with_name(out.stem + ".perturbed.jsonl")
+    if target.resolve() == out.resolve():
+        raise ConfigError("--perturb-out must not be OUT: the unperturbed suite is what the copy is measured against")
+    return target
+
+
+def _write_perturbed(
+    out: Path,
+    target: Path,
+    kinds: str,
+    seed: int,
+    model: str,
+    base_url: str | None,
+    cache: Path,
+    verify: bool,
+) -> dict:
+    """Write the perturbed copy of the suite just written (read back, so its recorded base is the file's
+    fingerprint, the one ``eval`` records) and check it (oracle in both modes, gold calls replayed through a renamed
+    session's name maps); what to put in the report."""
+    from toolwild.cli._common import make_llm, run_async
+    from toolwild.core.perturb import parse_kinds
+    from toolwild.eval.validate import Severity, validate_suite
+    from toolwild.synth.paraphrase import write_perturbed_suite
+
+    paraphrase = any(k.name == "paraphrase" for k in parse_kinds(kinds))
+    llm = make_llm(model, base_url=base_url, cache=cache) if paraphrase and model != "template" else None
+
+    async def go():
+        try:
+            return await write_perturbed_suite(out, target, kinds, seed=seed, llm=llm)
+        finally:
+            if llm is not None:
+                await llm.aclose()
+
+    outcome = run_async(go())
+    problems = []
+    if verify:  # the gold followed the perturbation: the oracle scores 100% and the gold calls replay as recorded
+        found = validate_suite(outcome.suite, oracle_check=True, replay=True, base_dir=target.parent)
+        problems = [
+            {"severity": p.severity.value, "where": p.where, "message": p.message}
+            for p in found
+            if p.severity is Severity.ERROR
+        ]
+    return {
+        "suite": str(target),
+        "kinds": outcome.record.kinds,
+        "seed": outcome.record.seed,
+        "base": outcome.record.base,
+        "summary": outcome.summary(),
+        "paraphrase": outcome.paraphrase.model_dump(mode="json") if outcome.paraphrase is not None else None,
+        "problems": problems,
+    }
 
 
 def _own_ledger(

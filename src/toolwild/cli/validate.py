@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -15,7 +15,12 @@ from toolwild.cli._common import console, handled_errors, make_llm
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.jsonl import read_jsonl
 from toolwild.core.quality import Example, SuiteQuality, suite_quality
+from toolwild.core.session import Suite
+from toolwild.errors import ConfigError
 from toolwild.eval.validate import Severity, replay_skip_reason, summarize_suite, validate_suite
+
+if TYPE_CHECKING:
+    from toolwild.synth.paraphrase import PerturbOutcome
 
 
 def _count_table(title: str, key: str, value: str, counts: Mapping[Any, int]) -> Table:
@@ -83,6 +88,37 @@ def quality_examples(quality: SuiteQuality) -> Table | None:
     return table
 
 
+def perturbed_copy(
+    suite: Suite,
+    suite_path: Path,
+    kinds: str,
+    seed: int,
+    model: str | None,
+    base_url: str | None,
+    cache: Path | None,
+) -> PerturbOutcome:
+    """The perturbed copy of ``suite`` (read from ``suite_path``, where its environment files resolve) that a
+    ``--perturb`` value asks for; a model (``model``, with ``base_url`` and its response ``cache``) is built only for
+    ``paraphrase`` and closed when done. ``eval --perturb`` calls it too."""
+    from toolwild.cli._common import run_async
+    from toolwild.core.perturb import parse_kinds
+    from toolwild.synth.paraphrase import perturb_with_model
+
+    paraphrase = any(k.name == "paraphrase" for k in parse_kinds(kinds))
+    if paraphrase and model is None:
+        raise ConfigError("--perturb paraphrase needs a model to reword the utterances: give --perturb-model M")
+    llm = make_llm(model, base_url=base_url, cache=cache) if paraphrase and model is not None else None
+
+    async def go() -> PerturbOutcome:
+        try:
+            return await perturb_with_model(suite, kinds, seed=seed, llm=llm, base_dir=suite_path.parent)
+        finally:
+            if llm is not None:
+                await llm.aclose()
+
+    return run_async(go())
+
+
 def validate(
     suite_path: Annotated[Path, typer.Argument(metavar="SUITE.jsonl", help="A WildToolBench-format suite.")],
     oracle_check: Annotated[
@@ -127,14 +163,36 @@ def validate(
         Path | None,
         typer.Option(help="The generation run's response cache: replayed simulator calls are answered from it."),
     ] = None,
+    perturb: Annotated[
+        str | None,
+        typer.Option(
+            help="Check a perturbed copy instead (not written): KIND[,KIND] of distractors:N, terse[:N], rename, "
+            "shuffle, paraphrase (the oracle must still score 100%).",
+            rich_help_panel="Perturbation",
+        ),
+    ] = None,
+    perturb_seed: Annotated[
+        int, typer.Option(help="Seed of --perturb (the same seed, the same copy).", rich_help_panel="Perturbation")
+    ] = 0,
+    perturb_model: Annotated[
+        str | None,
+        typer.Option(
+            help="The model that rewords utterances for --perturb paraphrase (with --base-url, --cache).",
+            rich_help_panel="Perturbation",
+        ),
+    ] = None,
 ) -> None:
     """Check a suite: counts, type/subtype distribution, malformed records and gold-DAG problems.
 
     Every record is read even after a bad one, so all problems are listed at once; the exit code is 1 when any
-    record is malformed or any error-level problem is found.
+    record is malformed or any error-level problem is found. With --perturb the checks run on a perturbed copy.
     """
+    perturbed = None
     with handled_errors():
         suite, report = load_wtb_suite(suite_path, skip_invalid=True)
+        if perturb is not None:
+            perturbed = perturbed_copy(suite, suite_path, perturb, perturb_seed, perturb_model, base_url, cache)
+            suite = perturbed.suite
         line_of = {}
         for number, obj in read_jsonl(suite_path):
             if isinstance(obj, dict) and isinstance(obj.get("id"), str):
@@ -163,6 +221,8 @@ def validate(
     head.add_row("tool entries / unique names", f"{summary.tools} / {summary.unique_tools}")
     head.add_row("malformed records", str(report.skipped_count))
     console.print(head)
+    if perturbed is not None:
+        console.print(escape(perturbed.summary()))
     console.print(_count_table("Distribution", "task type", "n", summary.task_types))
     console.print(_count_table("Turn subtypes", "subtype", "n", summary.subtypes))
     console.print(_count_table("Sessions by instruction transitions", "transitions", "sessions", summary.transitions))

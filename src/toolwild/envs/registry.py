@@ -162,6 +162,12 @@ def session_environment(
         ConfigError: the environment is unknown, or the session's ledger is missing or changed since the suite was
             made (its gold would no longer match: regenerate the suite).
     """
+    from toolwild.envs.renamed import renamed_for_session  # a session perturbed with renamed tools maps them back
+
+    return renamed_for_session(session, _session_backend(session, simulator=simulator, base_dir=base_dir))
+
+
+def _session_backend(session: Session, *, simulator: LLM | None, base_dir: Path | None) -> EnvironmentBackend:
     ledger_file = session.extra.get("ledger_file")
     if session.environment != "ledger" or not isinstance(ledger_file, str):
         return get_environment(session.environment or "", simulator=simulator, base_dir=base_dir)

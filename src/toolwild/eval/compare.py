@@ -6,7 +6,11 @@ narrower than two independent intervals suggest (and honest about what a 20-sess
 The resampling unit is the session, as for the run's own intervals (tasks of one session share a context).
 
 Runs are compared only when they answer the same question: the same suite (its fingerprint), the same scoring
-mode and the same history mode. Anything else is refused naming both values, never silently mixed.
+mode and the same history mode. Anything else is refused naming both values, never silently mixed. One exception is
+the point of ``--perturb``: a run on a perturbed copy of a suite (its sessions record the base suite's fingerprint,
+:mod:`toolwild.core.perturb`) asks the same questions with the tools changed, so it compares with runs of its base
+suite; the *robustness* rows then give each perturbed run's accuracy minus its unperturbed run's, with the paired
+interval (the sessions keep their ids, so the pairing is by session as for any two runs).
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.jsonl import read_jsonl, validation_to_data_error
+from toolwild.core.perturb import PerturbationRecord, suite_perturbation
+from toolwild.core.session import Suite
 from toolwild.core.task import TaskType
 from toolwild.core.verdict import Metrics, SessionVerdict
 from toolwild.errors import ConfigError, DataError
@@ -36,6 +42,7 @@ __all__ = [
     "Flip",
     "LoadedRun",
     "PairedDifference",
+    "RobustnessRow",
     "RunSummary",
     "compare_runs",
     "load_run",
@@ -79,6 +86,8 @@ class RunSummary(BaseModel):
     """Sessions scored (provider- and harness-error sessions left out, as in the run's metrics.json)."""
     verdicts_source: Literal["verdicts.jsonl", "re-scored"]
     figures: dict[str, Figure]
+    perturbation: str | None = None
+    """How the run's suite was perturbed (``rename,terse:8 (seed 0)``), or None for a run of the suite as it is."""
 
 
 class PairedDifference(BaseModel):
@@ -143,6 +152,21 @@ class Flip(BaseModel):
     """The task's fragment in a run's ``report.html`` (the same in both runs): see :func:`task_anchor`."""
 
 
+class RobustnessRow(BaseModel):
+    """A perturbed run against its unperturbed run: the accuracy deltas (perturbed - unperturbed), paired."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run: int
+    """Index of the perturbed run in ``Comparison.runs``."""
+    base: int
+    """Index of the unperturbed run it is measured against (the same agent and model where one was given)."""
+    kinds: list[str]
+    seed: int
+    deltas: list[PairedDifference]
+    """Task and session accuracy, B = the perturbed run, A = the unperturbed one."""
+
+
 class Comparison(BaseModel):
     """Everything ``toolwild compare`` shows (the HTML and the terminal table read only this)."""
 
@@ -159,6 +183,10 @@ class Comparison(BaseModel):
     pairs: list[PairedDifference]
     categories: list[CategoryRow]
     flips: list[Flip]
+    base_digest: str | None = None
+    """The unperturbed suite's fingerprint when some run is of a perturbed copy (else None: all share one suite)."""
+    robustness: list[RobustnessRow] = []
+    """Each perturbed run against an unperturbed run (empty when the runs hold no such pair)."""
 
 
 @dataclass
@@ -170,6 +198,13 @@ class LoadedRun:
     digest: str
     verdicts: list[SessionVerdict]
     source: Literal["verdicts.jsonl", "re-scored"]
+    perturbation: PerturbationRecord | None = None
+    """What the run's suite is a perturbation of (None: the suite as it is)."""
+
+    @property
+    def family(self) -> str:
+        """The fingerprint of the suite the run asks about: its base suite's for a perturbed copy, else its own."""
+        return self.perturbation.base if self.perturbation is not None else self.digest
 
 
 def task_anchor(session_id: str, task_index: int) -> str:
@@ -193,17 +228,25 @@ def load_run(run_dir: Path) -> LoadedRun:
         )
     path = run_dir / VERDICTS
     if path.exists():
-        digest = config.suite_digest or _suite_digest(config)
-        return LoadedRun(run_dir, config, digest, _read_verdicts(path, config), "verdicts.jsonl")
+        suite = _run_suite(config)
+        digest = config.suite_digest or _suite_digest(config, suite)
+        perturbation = suite_perturbation(suite) if suite is not None else None
+        return LoadedRun(run_dir, config, digest, _read_verdicts(path, config), "verdicts.jsonl", perturbation)
     run = rescore_run(run_dir)
     digest, verdicts = run.suite.fingerprint(), run.verdicts
-    return LoadedRun(run_dir, config, digest, verdicts, "re-scored")
+    return LoadedRun(run_dir, config, digest, verdicts, "re-scored", suite_perturbation(run.suite))
 
 
-def _suite_digest(config: RunConfig) -> str:
+def _run_suite(config: RunConfig) -> Suite | None:
+    """The run's suite, read for what it records about itself (a perturbation); None when the file is gone (a run
+    whose verdicts are on file still compares as a run of the suite its config names)."""
+    path = Path(config.suite)
+    return load_wtb_suite(path)[0] if path.is_file() else None
+
+
+def _suite_digest(config: RunConfig, suite: Suite | None) -> str:
     """The fingerprint of a run's suite file, for runs from before ``config.json`` recorded it."""
-    suite, _report = load_wtb_suite(Path(config.suite))
-    return suite.fingerprint()
+    return (suite if suite is not None else load_wtb_suite(Path(config.suite))[0]).fingerprint()
 
 
 def _read_verdicts(path: Path, config: RunConfig) -> list[SessionVerdict]:
@@ -237,11 +280,11 @@ def check_comparable(runs: Sequence[LoadedRun]) -> None:
         raise ConfigError("compare needs at least two run directories")
     first = runs[0]
     for run in runs[1:]:
-        if run.digest != first.digest:
+        if run.family != first.family:
             raise ConfigError(
-                f"{first.path} and {run.path} are runs of different suites (fingerprint {first.digest[:12]} in "
-                f"{first.path.name}, {run.digest[:12]} in {run.path.name}; suites {first.config.suite} and "
-                f"{run.config.suite}): only runs of one suite compare"
+                f"{first.path} and {run.path} are runs of different suites (fingerprint {_named(first)} in "
+                f"{first.path.name}, {_named(run)} in {run.path.name}; suites {first.config.suite} and "
+                f"{run.config.suite}): only runs of one suite, or of perturbed copies of it, compare"
             )
         for field, what in (("mode", "scoring modes"), ("history", "history modes")):
             mine, theirs = getattr(first.config, field), getattr(run.config, field)
@@ -250,6 +293,13 @@ def check_comparable(runs: Sequence[LoadedRun]) -> None:
                     f"{first.path} and {run.path} use different {what} (--{field} {mine.value} in "
                     f"{first.path.name}, {theirs.value} in {run.path.name}): their figures do not compare"
                 )
+
+
+def _named(run: LoadedRun) -> str:
+    """A run's suite fingerprint for a message, with its base's when it is a perturbed copy."""
+    if run.perturbation is None:
+        return run.digest[:12]
+    return f"{run.digest[:12]}, a perturbation of {run.perturbation.base[:12]}"
 
 
 def _scored(run: LoadedRun) -> list[SessionVerdict]:
@@ -450,8 +500,8 @@ def compare_runs(run_dirs: Sequence[Path], *, resamples: int = 10_000, seed: int
     """Load and compare runs: the leaderboard, B - A for every pair (A listed before B), categories and flips.
 
     Raises:
-        ConfigError: fewer than two runs, a folder that is not a run, or runs of different suites, scoring modes
-            or history modes.
+        ConfigError: fewer than two runs, a folder that is not a run, or runs of different suites (a perturbed copy
+            counts as its base suite), scoring modes or history modes.
         DataError: a malformed ``verdicts.jsonl`` line (file, line, field).
     """
     if resamples < 0:
@@ -479,6 +529,7 @@ def compare_runs(run_dirs: Sequence[Path], *, resamples: int = 10_000, seed: int
             sessions=len(_scored(run)),
             verdicts_source=run.source,
             figures=_leaderboard_figures(_scored(run), resamples, seed),
+            perturbation=run.perturbation.label() if run.perturbation is not None else None,
         )
         for label, run in zip(_labels(runs), runs, strict=True)
     ]
@@ -490,6 +541,7 @@ def compare_runs(run_dirs: Sequence[Path], *, resamples: int = 10_000, seed: int
             pairs += more_pairs
             flips += more_flips
     first = runs[0].config
+    perturbed = any(r.perturbation is not None for r in runs)
     return Comparison(
         suite=first.suite,
         suite_digest=runs[0].digest,
@@ -501,4 +553,35 @@ def compare_runs(run_dirs: Sequence[Path], *, resamples: int = 10_000, seed: int
         pairs=pairs,
         categories=_category_rows(metrics),
         flips=flips,
+        base_digest=runs[0].family if perturbed else None,
+        robustness=_robustness(runs, pairs),
     )
+
+
+def _unperturbed_for(run: LoadedRun, runs: Sequence[LoadedRun]) -> int | None:
+    """The unperturbed run a perturbed one is measured against: the first with the same agent and model, else the
+    first unperturbed run (None when every run is perturbed)."""
+    plain = [i for i, r in enumerate(runs) if r.perturbation is None]
+    same = [i for i in plain if (runs[i].config.agent, runs[i].config.model) == (run.config.agent, run.config.model)]
+    return (same or plain or [None])[0]
+
+
+def _oriented(pair: PairedDifference, a: int, b: int) -> PairedDifference:
+    """The difference B - A of a pair computed either way round (a percentile interval negates exactly)."""
+    if (pair.a, pair.b) == (a, b):
+        return pair
+    return pair.model_copy(update={"a": a, "b": b, "point": -pair.point, "low": -pair.high, "high": -pair.low})
+
+
+def _robustness(runs: Sequence[LoadedRun], pairs: Sequence[PairedDifference]) -> list[RobustnessRow]:
+    """Each perturbed run's paired deltas against its unperturbed run (reusing the pairs already drawn)."""
+    rows = []
+    for k, run in enumerate(runs):
+        base = _unperturbed_for(run, runs) if run.perturbation is not None else None
+        if base is None or run.perturbation is None:
+            continue
+        deltas = [_oriented(p, base, k) for p in pairs if {p.a, p.b} == {base, k}]
+        rows.append(
+            RobustnessRow(run=k, base=base, kinds=run.perturbation.kinds, seed=run.perturbation.seed, deltas=deltas)
+        )
+    return rows
