@@ -306,6 +306,8 @@ def eval_command(
         if resume is not None:
             if limit is not None or only is not None:
                 raise ConfigError("a resumed run keeps its sessions: leave out --limit and --sessions")
+            if perturb is not None:
+                raise ConfigError("a resumed run keeps its suite (perturbed or not): leave out --perturb")
             config = _resume_config(resume, base_url)
             _check_user_prompt(config)
             if trials is not None and trials != config.trials:
