@@ -144,6 +144,14 @@ def test_env_shell_ctrl_c_and_ctrl_d_keep_or_end_the_episode_cleanly(monkeypatch
     assert '"count": 1' in result.output and '"payee": "Kiosk"' in result.output
 
 
+def _interruptible() -> None:
+    """In the child: SIGINT delivered and handled by default, whatever the test process inherited or set (a child
+    inherits an ignored SIGINT and the forking thread's signal mask; in the full suite an earlier test left one of
+    them so, and the shell never saw the Ctrl-C)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_env_shell_survives_a_real_sigint_at_the_prompt():
     """The real thing: SIGINT while the shell waits for a line, then more commands on the same episode."""
@@ -153,6 +161,7 @@ def test_env_shell_survives_a_real_sigint_at_the_prompt():
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"},
+        preexec_fn=_interruptible,
     )
     seen = bytearray()
 
