@@ -8,11 +8,14 @@ Run: ``.venv/bin/python bench/quality.py`` (about a minute; the SynthTools part 
   --envs-out``), simulated by the scripted stage responder (:func:`toolwild.synth.scripted.stage_responder`: an
   instant stand-in for a model, so the figures are the pipeline's, not a model's).
 
-Prints one markdown row per suite (the README quotes them) and how long each took.
+Prints one markdown row per suite (the README quotes them) and how long each took. The semantic column (near-duplicate
+utterances at cosine >= 0.85, and the mean cosine of all pairs) uses ``--encoder`` (default ``auto``: MiniLM when the
+dedup extra is installed); ``--encoder none`` leaves it out.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 import tempfile
@@ -22,10 +25,11 @@ from pathlib import Path
 from toolwild.core.formats.environment import write_environment
 from toolwild.core.formats.synthtools import load_synthtools_dir
 from toolwild.core.formats.synthtools_envs import environments_from_synthtools, load_synthtools_meta
-from toolwild.core.quality import SuiteQuality, suite_quality
+from toolwild.core.quality import SimpleEncoder, SuiteQuality, TextEncoder, suite_quality
 from toolwild.core.session import Suite
 from toolwild.llm.backends.scripted import ScriptedBackend
 from toolwild.llm.client import LLM
+from toolwild.synth.embedding import load_embedder
 from toolwild.synth.providers.ledger import build_ledger_suite
 from toolwild.synth.scripted import stage_responder
 from toolwild.synth.sessions import SessionsConfig, load_handle, synth_sessions
@@ -58,23 +62,46 @@ def _row(name: str, q: SuiteQuality, seconds: float) -> str:
     drops = "n/a" if q.ambiguity.generation_drops is None else f"{q.ambiguity.generation_drops:,}"
     return (
         f"| {name} | {q.sessions} | {pct(q.user_turns.distinct, q.user_turns.count)} | "
-        f"{q.distinct_2.share:.3f} / {q.distinct_3.share:.3f} | {pct(q.answers.passing, q.answers.tool_tasks)} | "
+        f"{q.distinct_2.share:.3f} / {q.distinct_3.share:.3f} | {_semantic(q)} | "
+        f"{pct(q.answers.passing, q.answers.tool_tasks)} | "
         f"{drops} / {q.ambiguity.findings} | {q.copied_description_spans.turns} | {backed} |  ({seconds:.1f} s)"
     )
 
 
+def _semantic(q: SuiteQuality) -> str:
+    s = q.semantic
+    if s is None:
+        return f"n/a ({q.semantic_note})"
+    return f"{s.near_duplicates:,}/{s.sampled:,} ({100 * s.near_duplicate_share:.1f}%) / {s.mean_cosine:.3f}"
+
+
+def _encoder(name: str) -> TextEncoder | None:
+    if name == "none":
+        return None
+    embedder = load_embedder(name)
+    print(f"encoder: {embedder.info.label()}", file=sys.stderr)
+    return SimpleEncoder(embedder.embed_corpus, embedder.info.label(), embedder.info.corpus_fitted)
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--encoder", default="auto", help="auto, minilm, e5, token or none")
+    encoder = _encoder(parser.parse_args().encoder)
+
     print(
-        "| suite | sessions | distinct user turns | distinct-2 / -3 | tool-task answers passing | ambiguity drops / "
-        "checker findings | turns copying a description | value-backed Coref · Partial · Long |"
+        "| suite | sessions | distinct user turns | distinct-2 / -3 | utterances alike in meaning (cos ≥ 0.85) / mean "
+        "cosine | tool-task answers passing | ambiguity drops / checker findings | turns copying a description | "
+        "value-backed Coref · Partial · Long |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     start = time.perf_counter()
     suite, drops = _graph("inventory")
-    print(_row("inventory", suite_quality(suite, drops=drops), time.perf_counter() - start), flush=True)
+    print(
+        _row("inventory", suite_quality(suite, drops=drops, encoder=encoder), time.perf_counter() - start), flush=True
+    )
     start = time.perf_counter()
     ledger = build_ledger_suite(N, seed=0, like_published=True)
-    print(_row("ledger", suite_quality(ledger, drops={}), time.perf_counter() - start), flush=True)
+    print(_row("ledger", suite_quality(ledger, drops={}, encoder=encoder), time.perf_counter() - start), flush=True)
     if not RELEASE.exists():
         print(f"(SynthTools release not found at {RELEASE}: skipped)", file=sys.stderr)
         return
@@ -82,7 +109,9 @@ def main() -> None:
         start = time.perf_counter()
         ref = _spec_43(Path(tmp))
         suite, drops = _graph(ref, simulator=LLM(ScriptedBackend(stage_responder)))
-        print(_row(f"SynthTools {SPEC}", suite_quality(suite, drops=drops), time.perf_counter() - start))
+        print(
+            _row(f"SynthTools {SPEC}", suite_quality(suite, drops=drops, encoder=encoder), time.perf_counter() - start)
+        )
 
 
 if __name__ == "__main__":

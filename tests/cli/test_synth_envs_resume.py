@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from toolwild.errors import TransientBackendError
 from toolwild.llm.backends.scripted import ScriptedBackend
 from toolwild.llm.types import ChatRequest
+from toolwild.synth.embedding import sentence_encoder_missing
 from toolwild.synth.scripted import request_from_openai_body, stage_responder
 
 TOOLWILD = [sys.executable, "-m", "toolwild.cli.main"]
@@ -85,6 +86,8 @@ def test_sigkill_at_three_points_then_resume_equals_an_uninterrupted_run(tmp_pat
     assert code == 0
     whole = _files(tmp_path / "whole")
     assert len([n for n in whole if n.endswith(".env.json")]) == 4
+    if sentence_encoder_missing() is None:  # the semantic pass is on by default: the resumed runs redo it alike
+        assert whole["summary.json"]["semantic_dedup"]["encoder"]["name"] == "minilm"
     # request 2: the second field's subdomains; 8: inside the subdomain units; total - 10: inside the audits
     for kill_at, phase in ((2, "field"), (8, "subdomain"), (total - 10, "audit")):
         out = tmp_path / f"killed_{kill_at}"

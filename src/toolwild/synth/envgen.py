@@ -6,7 +6,9 @@ run's seed), so a second run with the same cache makes no model call and writes 
 After the tools stage, deterministic checks (:mod:`toolwild.synth.checks`) judge each tool; a tool that fails is
 sent back to the model with its problems (at most ``max_repairs`` rounds) and dropped with the reason if it still
 fails. Seed entities are generated for the subdomain's entity types, then the dependency check drops tools that
-consume an entity type nothing produces, the exact dedup pass runs over everything kept and, if asked, the audit
+consume an entity type nothing produces, the exact dedup pass runs over everything kept, then (when
+``SynthConfig.tau`` is set) the semantic pass on a sentence encoder (:mod:`toolwild.synth.embedding`; the encoder
+is recorded in :attr:`SynthResult.semantic_dedup` and in every drop it causes) and, if asked, the audit
 (:mod:`toolwild.synth.audit`) drops tools whose simulation is judged correct too rarely. One environment file
 per subdomain (``llm`` backend) is written, with a report of every drop.
 
@@ -31,7 +33,8 @@ it ends the run (finished units are in the log).
 **Elsewhere.** Given an ``executor`` (a :class:`~toolwild.run.ray_executor.RayExecutor`) and an :class:`EnvWorker`,
 the same units run in other processes: the worker travels as plain values (:class:`EnvSpec`: model spec, base URL,
 cache path, config) and builds its own client and limit there; each unit's outcome comes back here, where alone it is
-logged and merged. Dedup and the files stay in this process, so the output is the one of the local executor.
+logged and merged. Dedup (the encoder included) and the files stay in this process, so the output is the one of
+the local executor.
 """
 
 from __future__ import annotations
@@ -42,9 +45,9 @@ import re
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from toolwild.core.environment import BackendKind, Environment
 from toolwild.core.jsonl import validation_to_data_error
@@ -73,7 +76,20 @@ from toolwild.synth.models import (
     object_schema,
 )
 
-__all__ = ["JOB", "EnvSpec", "EnvWorker", "SynthConfig", "SynthResult", "run_identity", "synth_environments"]
+if TYPE_CHECKING:  # the encoders need numpy; an exact-only run must not
+    from toolwild.synth.embedding import Embedder
+
+__all__ = [
+    "JOB",
+    "SEMANTIC_MIN",
+    "EnvSpec",
+    "EnvWorker",
+    "SemanticPass",
+    "SynthConfig",
+    "SynthResult",
+    "run_identity",
+    "synth_environments",
+]
 
 JOB = "synth-envs"
 """The job name in the unit log."""
@@ -116,21 +132,48 @@ class SynthConfig:
     concurrency: int = 32
     """Stage calls in flight at once, over every stage and the audit (the output does not depend on it)."""
     tau: float | None = None
-    """Semantic dedup threshold (None: exact pass only). Applied when the run has at least :data:`SEMANTIC_MIN`
-    tools: the local embedding learns its weights from the corpus it dedups, and a few dozen texts are no corpus.
-    Off by default: on short, uniform texts the embedding is dominated by rare tokens (see the README)."""
+    """Semantic dedup threshold (None: exact pass only, the library default; ``synth envs`` resolves its own default,
+    0.85 when a sentence encoder is installed). A sentence encoder embeds each tool on its own, so any run size
+    works; the token-embedding fallback learns its weights from the corpus it dedups, so on it the pass runs only
+    on runs of at least :data:`SEMANTIC_MIN` tools (a few dozen texts are no corpus) and is skipped with a note
+    otherwise."""
+    encoder: str = "auto"
+    """Which encoder the semantic pass uses (a name :func:`toolwild.synth.embedding.load_embedder` takes); only
+    read when ``tau`` is set."""
 
     def identity(self) -> dict[str, Any]:
-        """The knobs that decide the output (everything but the concurrency), as a resumed run must repeat them."""
+        """The knobs that decide the output (everything but the concurrency), as a resumed run must repeat them.
+
+        ``encoder`` only when the semantic pass runs (``tau`` set): an exact-only run does not depend on it, and
+        leaving it out keeps the identity (so the resume) of exact-only runs made before it existed."""
         knobs = ("subdomains_per_field", "families_per_subdomain", "tools_per_family", "max_repairs", "seed")
         knobs += ("max_tokens", "audit_threshold", "tau")
+        if self.tau is not None:
+            knobs += ("encoder",)
         return {k: getattr(self, k) for k in knobs}
 
     def planned_steps(self, fields: int) -> int:
-        """Stage calls a run plans (for a progress bar): per field one, per subdomain families + tools + seed."""
+        """Stage calls a run plans (for a progress bar): per field one, per subdomain families + tools + seed, and
+        one step for the semantic pass when it is on."""
         per_subdomain = 1 + self.families_per_subdomain + 1
         audit = self.subdomains_per_field if self.audit_threshold is not None else 0
-        return fields * (1 + self.subdomains_per_field * per_subdomain + audit)
+        semantic = 1 if self.tau is not None else 0
+        return fields * (1 + self.subdomains_per_field * per_subdomain + audit) + semantic
+
+
+class SemanticPass(BaseModel):
+    """What the semantic dedup pass did, for ``summary.json``: which encoder measured the similarities (a run's
+    drops mean nothing without it), at which threshold, over how many tools, and how many it dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    encoder: dict[str, Any]
+    """The encoder's :class:`~toolwild.synth.embedding.EncoderInfo`, dumped (a plain dict: this module must load
+    without numpy, which the encoders need, so that an exact-only run works in a base install)."""
+    tau: float
+    tools: int
+    """Tools embedded (what the exact pass kept)."""
+    dropped: int
 
 
 @dataclass
@@ -151,6 +194,8 @@ class SynthResult:
     """Subdomains that ended with no tool: not written, as an environment without tools serves no task."""
     failed_units: list[dict[str, str]] = field(default_factory=list)
     """Units whose provider kept failing (``unit``, ``error``): their part is missing; a resumed run redoes them."""
+    semantic_dedup: SemanticPass | None = None
+    """The semantic pass, when it ran (None: off, or skipped; then a note says why)."""
 
     @property
     def kept(self) -> int:
@@ -420,6 +465,7 @@ class _Run:
         *,
         executor: Any = None,
         worker: EnvWorker | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.llm = llm
         self.config = config
@@ -431,6 +477,8 @@ class _Run:
         self.executor = executor
         """Where the units run (None: here, under a :class:`LocalExecutor`); with it, ``worker`` runs them."""
         self.worker = worker
+        self.embedder = embedder
+        """The semantic pass's encoder when the caller loaded it (None: loaded by the pass if it needs one)."""
 
     # ------------------------------------------------------------------------------------------ stage calls
     async def ask(self, text: str, output: type[M], schema: dict[str, Any]) -> M:
@@ -692,8 +740,9 @@ def _tool_json(tool: Tool) -> str:
     ]
 
 
-def _remove(run: _Run, environments: list[Environment], report: DedupReport) -> None:
-    """Take dedup drops out of the environments, each recorded with the tool it duplicates.
+def _remove(run: _Run, environments: list[Environment], report: DedupReport, encoder: str | None = None) -> None:
+    """Take dedup drops out of the environments, each recorded with the tool it duplicates (and, for a semantic
+    drop, the cosine and the ``encoder`` that measured it).
 
     Tools are matched by identity, not key: a duplicate can share its key with the tool it duplicates (a subdomain
     whose two families got the same tool has it twice under one source id), and removing by key then removed the
@@ -705,27 +754,78 @@ def _remove(run: _Run, environments: list[Environment], report: DedupReport) -> 
         for tool in env.tools:
             if id(tool) not in kept:
                 d = by_key[tool_key(tool)]
-                cosine = f" (cosine {d.similarity})" if d.similarity is not None else ""
+                measured = f"cosine {d.similarity}, {encoder}" if encoder else f"cosine {d.similarity}"
+                cosine = f" ({measured})" if d.similarity is not None else ""
                 run.drop(tool, "dedup", [f"{d.reason.value} of {d.duplicate_of}{cosine}"])
         env.tools = [t for t in env.tools if id(t) in kept]
 
 
-def _semantic_pass(run: _Run, environments: list[Environment]) -> None:
-    tools = [t for e in environments for t in e.tools]
-    if run.config.tau is None:
-        return
-    if len(tools) < SEMANTIC_MIN:
-        run.result.notes.append(
-            f"semantic dedup skipped: {len(tools)} tools (the local embedding needs at least {SEMANTIC_MIN})"
-        )
-        return
-    from toolwild.synth.dedup import embedding_text, semantic_dedup
-    from toolwild.synth.embedding import TokenEmbedder
+_INSTALL_SENTENCE = "pip install 'toolwild[dedup]'"
 
-    run.progress("semantic dedup")
-    vectors = TokenEmbedder().fit_embed_texts([embedding_text(t) for t in tools])
-    report = semantic_dedup(tools, vectors, tau=run.config.tau)
-    _remove(run, environments, report)
+
+def _fallback_without_loading(encoder: str) -> tuple[str, str | None] | None:
+    """The corpus-fitted encoder ``encoder`` resolves to, known without loading it (its name, and the fallback note
+    when ``auto`` fell back to it), or None (a sentence encoder, or not known before loading). Why: the token
+    encoder takes 15-30 s to load (it reads the embedded model's GGUF), and a small run only skips it."""
+    if encoder == "token":
+        return "token", None
+    if encoder == "auto":
+        from toolwild.synth.embedding import sentence_encoder_missing
+
+        why = sentence_encoder_missing()
+        if why is not None:
+            return "token", f"fallback: no sentence encoder installed ({why})"
+    return None
+
+
+def _skip_note(name: str, tools: int) -> str:
+    return (
+        f"semantic dedup skipped: {tools} tools, and the {name} encoder learns its weights from the corpus it "
+        f"dedups, so it needs at least {SEMANTIC_MIN}; a sentence encoder has no minimum ({_INSTALL_SENTENCE}, "
+        "--encoder auto or minilm)"
+    )
+
+
+def _semantic_pass(run: _Run, environments: list[Environment]) -> None:
+    """Drop near-duplicate tools (cosine >= ``tau`` between their vectors), within each field, then globally.
+
+    A sentence encoder embeds each tool on its own, so any number of tools works; the corpus-fitted token fallback
+    needs :data:`SEMANTIC_MIN` tools and is skipped with a note below that. The encoder that ran is recorded in
+    the result (:class:`SemanticPass`), and a fallback's note in the notes."""
+    tau = run.config.tau
+    if tau is None:
+        return
+    tools = [t for e in environments for t in e.tools]
+    embedder = run.embedder
+    if embedder is None:
+        fallback = _fallback_without_loading(run.config.encoder)
+        if fallback is not None and len(tools) < SEMANTIC_MIN:
+            name, note = fallback
+            run.progress("semantic dedup (skipped)")
+            run.result.notes += [note] if note else []
+            run.result.notes.append(_skip_note(name, len(tools)))
+            return
+        from toolwild.synth.embedding import load_embedder
+
+        embedder = load_embedder(run.config.encoder)
+    info = embedder.info
+    if info.note:
+        run.result.notes.append(info.note)
+    if info.corpus_fitted and len(tools) < SEMANTIC_MIN:
+        run.progress("semantic dedup (skipped)")
+        run.result.notes.append(_skip_note(info.name, len(tools)))
+        return
+    from toolwild.synth.dedup import embed_tools, semantic_dedup
+
+    run.progress(f"semantic dedup: {len(tools)} tools ({info.name})")  # before: the label shows while it embeds
+    dropped = 0
+    if tools:
+        report = semantic_dedup(tools, embed_tools(tools, embedder), tau=tau)
+        _remove(run, environments, report, encoder=info.name)
+        dropped = len(report.dropped)
+    run.result.semantic_dedup = SemanticPass(
+        encoder=info.model_dump(mode="json"), tau=tau, tools=len(tools), dropped=dropped
+    )
 
 
 async def synth_environments(
@@ -737,8 +837,10 @@ async def synth_environments(
     log: UnitLog | None = None,
     executor: Any = None,
     worker: EnvWorker | None = None,
+    embedder: Embedder | None = None,
 ) -> SynthResult:
-    """Generate environments for ``fields`` (see the module docstring); the exact dedup runs over all of them.
+    """Generate environments for ``fields`` (see the module docstring); the exact dedup runs over all of them, and
+    the semantic pass when ``config.tau`` is set.
 
     Args:
         llm: the generator (also the simulator and judge of the audit).
@@ -750,6 +852,9 @@ async def synth_environments(
         executor: run the units elsewhere (a :class:`~toolwild.run.ray_executor.RayExecutor`), with ``worker``
             (built from the same model and ``config``); ``llm`` then makes no call. None: here.
         worker: the picklable :class:`EnvWorker` the executor runs.
+        embedder: the semantic pass's encoder, already loaded (the CLI loads it before the run, so that a missing
+            one is named before any model call); None: ``load_embedder(config.encoder)`` when the pass needs it.
+            Its ``info.name`` should be ``config.encoder`` (or what ``auto`` resolved to).
 
     Raises:
         DataError: a unit in ``log`` that cannot be read back (file, line and field named).
@@ -757,7 +862,7 @@ async def synth_environments(
     """
     if (executor is None) != (worker is None):
         raise ValueError("a remote executor needs its worker, and a worker its executor")
-    run = _Run(llm, config or SynthConfig(), progress, log, executor=executor, worker=worker)
+    run = _Run(llm, config or SynthConfig(), progress, log, executor=executor, worker=worker, embedder=embedder)
     c = run.config
     field_units = [Unit(f"field:{i}:{name}", i * _ORDER, name) for i, name in enumerate(fields)]
     await run.units(field_units, lambda u: run.field_unit(u.payload), steps=1)
