@@ -169,10 +169,8 @@ def test_without_a_sentence_encoder_the_pass_is_off_by_default_and_the_note_says
     assert notes[0] == f"fallback: no sentence encoder installed ({WHY})"
     assert notes[1].startswith("semantic dedup skipped: 3 tools, and the token encoder")
     # and with no encoder at all, an explicit --tau is refused before any model call
-    import toolwild.cli.synth as cli_synth
-
     no_token = "the token-embedding fallback needs llama_cpp: pip install 'toolwild[local]'"
-    monkeypatch.setattr(cli_synth, "_why_no_token_encoder", lambda: no_token)
+    monkeypatch.setattr(embedding, "token_encoder_missing", lambda: no_token)
     none = envs(tmp_path / "none", "--tau", "0.85")
     message = " ".join(none.output.split())
     assert none.exit_code == 1 and f"semantic dedup needs an encoder ({WHY}; {no_token})" in message

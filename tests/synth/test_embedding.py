@@ -24,7 +24,7 @@ def embedder():
     """Fitted (IDF, common component) on the SynthTools release, as dedup fits it on its corpus."""
     from toolwild.core.formats.synthtools import load_synthtools_dir
     from toolwild.synth.dedup import embedding_text
-    from toolwild.synth.embedding import TokenEmbedder
+    from toolwild.synth.embedders.token import TokenEmbedder
 
     if not TARBALL.exists():
         pytest.skip("shared fixtures not present")

@@ -254,32 +254,6 @@ class _SemanticPlan:
     """Why the pass is off, in words (for the table and summary.json)."""
 
 
-def _why_no_sentence_encoder() -> str | None:
-    """Why the default sentence encoder cannot run here (None: it can). The encoders' module needs numpy, which a
-    base install lacks: then that is the reason (and nothing else is imported)."""
-    try:
-        from toolwild.synth.embedding import sentence_encoder_missing
-    except ImportError as exc:
-        return f"the sentence encoder needs {exc.name}: pip install 'toolwild[dedup]'"
-    return sentence_encoder_missing()
-
-
-def _why_no_token_encoder() -> str | None:
-    """Why the token-embedding encoder cannot run here (None: it can), without loading it (that takes 15-30 s)."""
-    import importlib.util
-
-    def installed(module: str) -> bool:
-        try:
-            return importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            return False
-
-    missing = [m for m in ("numpy", "gguf", "llama_cpp") if not installed(m)]
-    if missing:
-        return f"the token-embedding fallback needs {', '.join(missing)}: pip install 'toolwild[local]'"
-    return None
-
-
 def _semantic_plan(semantic: bool, tau: float | None, encoder: str) -> _SemanticPlan:
     """Resolve the semantic pass (see :class:`_SemanticPlan`).
 
@@ -293,29 +267,33 @@ def _semantic_plan(semantic: bool, tau: float | None, encoder: str) -> _Semantic
         ConfigError: --tau with --exact-only; an unknown encoder.
         MissingDependencyError: the encoder the pass would use is not installed (naming what to install).
     """
+    from toolwild.synth.embedding import (
+        DEFAULT_TAU,
+        ENCODERS,
+        load_embedder,
+        sentence_encoder_missing,
+        token_encoder_missing,
+    )
+
     if not semantic:
         if tau is not None:
             raise ConfigError(f"--tau {tau} asks for the semantic pass and --exact-only turns it off: give one")
         return _SemanticPlan(None, note="semantic dedup off (--exact-only)")
     if encoder == "auto":
-        why = _why_no_sentence_encoder()
+        why = sentence_encoder_missing()
         if why is not None and tau is None:
-            if _why_no_token_encoder() is None:
+            if token_encoder_missing() is None:
                 why += "; --tau 0.85 runs it on the token-embedding fallback (lexical)"
             return _SemanticPlan(None, note=f"semantic dedup off: {why}")
         if why is not None:
-            if (no_token := _why_no_token_encoder()) is not None:
+            if (no_token := token_encoder_missing()) is not None:
                 raise MissingDependencyError(f"--tau {tau}: semantic dedup needs an encoder ({why}; {no_token})")
             return _SemanticPlan(tau, "auto")  # the pass falls back to the token encoder and says so
-    try:
-        from toolwild.synth.embedding import DEFAULT_TAU, ENCODERS, load_embedder
-    except ImportError as exc:  # a base install: no numpy, so no encoder at all
-        raise MissingDependencyError(f"semantic dedup needs {exc.name}: pip install 'toolwild[dedup]'") from None
     if encoder not in ENCODERS:
         raise ConfigError(f"--encoder {encoder!r}: choose one of {', '.join(ENCODERS)}")
     threshold = DEFAULT_TAU if tau is None else tau
     if encoder == "token":
-        if (no_token := _why_no_token_encoder()) is not None:
+        if (no_token := token_encoder_missing()) is not None:
             raise MissingDependencyError(f"--encoder token: {no_token}")
         return _SemanticPlan(threshold, "token")
     embedder = load_embedder(encoder)

