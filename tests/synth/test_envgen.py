@@ -257,9 +257,7 @@ def test_the_semantic_pass_removes_a_near_duplicate_naming_the_kept_tool_and_the
     assert [d["tool"] for d in run.result.drops] == ["f__s__t900"]
     assert run.result.drops[0]["reasons"] == ["similar-in-field of f__s__t005 (cosine 1.0, axes)"]
     assert run.result.dropped["dedup"] == 1 and [t.name for t in envs[1].tools] == [f"t{i}" for i in range(5, 10)]
-    assert run.result.semantic_dedup == SemanticPass(
-        encoder=run.embedder.info.model_dump(mode="json"), tau=0.9, tools=11, dropped=1
-    )
+    assert run.result.semantic_dedup == SemanticPass(encoder=run.embedder.info, tau=0.9, tools=11, dropped=1)
     assert run.result.notes == []
 
 

@@ -395,7 +395,7 @@ def _write_outputs(out: Path, names: list[str], result: SynthResult, usage: dict
         "failed_units": result.failed_units,
         "environments_without_tools": result.empty,
         "reliability": result.reliability,
-        "semantic_dedup": result.semantic_dedup.model_dump() if result.semantic_dedup is not None else None,
+        "semantic_dedup": result.semantic_dedup.model_dump(mode="json") if result.semantic_dedup is not None else None,
         "notes": result.notes,
         "usage": usage,
     }
@@ -427,7 +427,7 @@ def _print_table(result: SynthResult, usage: dict[str, Any] | None) -> None:
             "semantic dedup", f"{semantic.dropped:,} of {semantic.tools:,} tools dropped at cosine >= {semantic.tau}"
         )
         info = semantic.encoder
-        table.add_row("encoder", escape(f"{info['name']}: {info['model']} ({info['package']})"))
+        table.add_row("encoder", escape(info.label()))
     for note in result.notes:
         table.add_row("note", escape(note))
     if result.failed_stages:

@@ -59,7 +59,7 @@ from toolwild.run import LocalExecutor, Unit, UnitLog, UnitRecord, UnitStatus, f
 from toolwild.synth.audit import RankedLimit, audit_environment, in_order
 from toolwild.synth.checks import CheckKind, contract_problems, dependency_problems, schema_problems
 from toolwild.synth.dedup import DedupReport, exact_dedup, tool_key
-from toolwild.synth.embedding import MIN_CORPUS
+from toolwild.synth.embedding import MIN_CORPUS, EncoderInfo
 from toolwild.synth.models import (
     AuditOutcome,
     Drop,
@@ -77,7 +77,7 @@ from toolwild.synth.models import (
     object_schema,
 )
 
-if TYPE_CHECKING:  # the encoders need numpy; an exact-only run must not
+if TYPE_CHECKING:
     from toolwild.synth.embedding import Embedder
 
 __all__ = [
@@ -169,9 +169,8 @@ class SemanticPass(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    encoder: dict[str, Any]
-    """The encoder's :class:`~toolwild.synth.embedding.EncoderInfo`, dumped (a plain dict: this module must load
-    without numpy, which the encoders need, so that an exact-only run works in a base install)."""
+    encoder: EncoderInfo
+    """The encoder that measured the similarities (:mod:`toolwild.synth.embedding` imports without numpy)."""
     tau: float
     tools: int
     """Tools embedded (what the exact pass kept)."""
@@ -772,7 +771,7 @@ def _fallback_without_loading(encoder: str) -> tuple[str, str | None] | None:
     if encoder == "token":
         return "token", None
     if encoder == "auto":
-        from toolwild.synth.embedding import sentence_encoder_missing
+        from toolwild.synth.embedding import sentence_encoder_missing  # looked up at call time (tests replace it)
 
         why = sentence_encoder_missing()
         if why is not None:
@@ -825,9 +824,7 @@ def _semantic_pass(run: _Run, environments: list[Environment]) -> None:
         report = semantic_dedup(tools, embed_tools(tools, embedder), tau=tau)
         _remove(run, environments, report, encoder=info.name)
         dropped = len(report.dropped)
-    run.result.semantic_dedup = SemanticPass(
-        encoder=info.model_dump(mode="json"), tau=tau, tools=len(tools), dropped=dropped
-    )
+    run.result.semantic_dedup = SemanticPass(encoder=info, tau=tau, tools=len(tools), dropped=dropped)
 
 
 async def synth_environments(
