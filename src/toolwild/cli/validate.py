@@ -38,12 +38,16 @@ def _of(part: int, whole: int, share: float | None) -> str:
     return f"{part:,} of {whole:,}" + (f" ({share:.1%})" if share is not None else "")
 
 
+NO_ENCODER = "none"
+"""``--encoder none`` on the quality commands: no semantic figure (nothing loaded or embedded)."""
+
+
 def check_encoder(name: str) -> None:
     """Refuse an unknown ``--encoder`` before a long run rather than after it."""
     from toolwild.synth.embedding import ENCODERS
 
-    if name not in ENCODERS:
-        raise ConfigError(f"--encoder {name!r}: choose one of {', '.join(ENCODERS)}")
+    if name not in (*ENCODERS, NO_ENCODER):
+        raise ConfigError(f"--encoder {name!r}: choose one of {', '.join((*ENCODERS, NO_ENCODER))}")
 
 
 def quality_encoder(name: str) -> tuple[TextEncoder | None, str | None]:
@@ -56,6 +60,8 @@ def quality_encoder(name: str) -> tuple[TextEncoder | None, str | None]:
     from toolwild.synth.embedding import sentence_encoder_missing, token_encoder_missing
 
     check_encoder(name)
+    if name == NO_ENCODER:
+        return None, "not measured (--encoder none)"
     fallback = sentence_encoder_missing() if name == "auto" else None
     if fallback is not None and (no_token := token_encoder_missing()) is not None:
         return None, f"not measured: no encoder is installed ({fallback}; {no_token})"

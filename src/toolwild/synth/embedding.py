@@ -187,9 +187,7 @@ def load_embedder(name: str = "auto") -> Embedder:
     try:
         fallback = _token_embedder()
     except MissingDependencyError:
-        raise MissingDependencyError(
-            f"semantic dedup needs an encoder and none is installed ({why}); or use the exact pass only (--exact-only)"
-        ) from None
+        raise MissingDependencyError(f"text embeddings need an encoder and none is installed ({why})") from None
     fallback.info = fallback.info.model_copy(
         update={"note": f"fallback: no sentence encoder installed ({why}); lexical, fitted on this corpus"}
     )
