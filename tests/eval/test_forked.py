@@ -24,7 +24,7 @@ from toolwild.errors import ConfigError
 from toolwild.eval.agents.base import AgentContext
 from toolwild.eval.agents.oracle import oracle_steps
 from toolwild.eval.metrics.forked import compute_forked_metrics
-from toolwild.eval.runner import RunConfig, fork_dir, load_run_trajectories, run_forks
+from toolwild.eval.runner import RunConfig, fork_dir, load_run_trajectories, run_trials
 from toolwild.eval.session import HistoryMode, gold_history, gold_task_steps
 
 FIXTURE = Path(__file__).resolve().parents[2].parent / "shared/fixtures/wildtoolbench/sessions_0_4.reconstructed.jsonl"
@@ -107,7 +107,7 @@ def forked_run(tmp_path_factory, fixture_suite):
     suite, path = _sub_suite(fixture_suite, 3, root)
     agent = Behaviour(PLAN)
     run_dir = root / "run"
-    by_fork = anyio.run(run_forks, suite, agent, _config(path), run_dir)
+    by_fork = anyio.run(run_trials, suite, agent, _config(path), run_dir)
     metrics = compute_forked_metrics(by_fork, model_name="behaviour", resamples=200)
     (run_dir / "metrics.json").write_text(json.dumps(metrics.model_dump(mode="json")))
     return suite, agent, run_dir, by_fork, metrics.extensions["forked"]
@@ -276,7 +276,7 @@ async def test_a_fork_on_a_live_environment_starts_from_the_state_the_gold_leave
     path = tmp_path / "inv.jsonl"
     write_wtb_suite(suite, path)
     suite = load_wtb_suite(path)[0]
-    by_fork = await run_forks(suite, Behaviour({"inv-0": ["gold"] * 3}), _config(path), tmp_path / "run")
+    by_fork = await run_trials(suite, Behaviour({"inv-0": ["gold"] * 3}), _config(path), tmp_path / "run")
     # had the forks not replayed the earlier restocks, forks 1 and 2 would end their tasks one or two restocks short
     for fork, verdicts in enumerate(by_fork):
         assert [t.state_match for t in verdicts[0].tasks] == [True, True, True], fork
@@ -291,7 +291,7 @@ async def test_a_gold_that_does_not_replay_is_a_harness_error_naming_the_task(tm
     path = tmp_path / "inv.jsonl"
     write_wtb_suite(suite, path)
     suite = load_wtb_suite(path)[0]
-    by_fork = await run_forks(suite, Behaviour({"inv-0": ["gold"] * 3}), _config(path), tmp_path / "run")
+    by_fork = await run_trials(suite, Behaviour({"inv-0": ["gold"] * 3}), _config(path), tmp_path / "run")
     error = by_fork[1][0].harness_error
     assert error is not None and "the gold of task 0 does not replay" in error
     metrics = compute_forked_metrics(by_fork, model_name="b", resamples=0)
@@ -304,9 +304,9 @@ async def test_a_gold_that_does_not_replay_is_a_harness_error_naming_the_task(tm
 async def test_forked_runs_refuse_trials_and_a_simulated_user(tmp_path, fixture_suite):
     suite, path = _sub_suite(fixture_suite, 1, tmp_path)
     with pytest.raises(ConfigError, match="one trial"):
-        await run_forks(suite, Behaviour(PLAN), _config(path, trials=2), tmp_path / "a")
+        await run_trials(suite, Behaviour(PLAN), _config(path, trials=2), tmp_path / "a")
     with pytest.raises(ConfigError, match="recorded user"):
-        await run_forks(suite, Behaviour(PLAN), _config(path, user="model:scripted"), tmp_path / "b")
+        await run_trials(suite, Behaviour(PLAN), _config(path, user="model:scripted"), tmp_path / "b")
 
 
 def _gold_file(suite: Suite, path: Path) -> Path:

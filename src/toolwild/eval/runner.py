@@ -94,7 +94,6 @@ __all__ = [
     "load_run_trajectories",
     "mark_user_failures",
     "rescore_run",
-    "run_forks",
     "run_suite",
     "run_trials",
     "score_forks",
@@ -531,7 +530,7 @@ async def run_suite(
     ("not run"), so a resumed run picks them up. ``executor``/``worker``: run the sessions elsewhere (a
     :class:`~toolwild.run.ray_executor.RayExecutor` with an :class:`EvalWorker`); results come back here, where
     alone they are written and scored. With ``config.trials`` > 1 every trial is run (see :func:`run_trials`) and
-    trial 0's verdicts are returned; a forked run runs every fork (:func:`run_forks`) and returns fork 0's.
+    trial 0's verdicts are returned; a forked run runs every fork (also :func:`run_trials`) and returns fork 0's.
     """
     by_part = await run_trials(
         suite,
@@ -572,33 +571,23 @@ async def run_trials(
     worker: EvalWorker | None = None,
     user: UserSimulator | None = None,
 ) -> list[list[SessionVerdict]]:
-    """:func:`run_suite` for every trial of ``config.trials``: the verdicts of all sessions, one list per trial (of
-    a forked run: one list per fork, :func:`run_forks`).
+    """:func:`run_suite` for every trial of ``config.trials``: the verdicts of all sessions, one list per trial.
 
     The unit of work is one (session, trial) pair: each is appended to its trial's ``trajectories.jsonl`` when it
     ends, and a resumed run redoes no finished pair (nor any pair lost to the provider or the harness, which it
     runs again). The longest sessions start first, each with all its trials, so no slot idles at the end.
+
+    A forked run (``--history forked``) is run the same way with forks for trials: every session once per task
+    boundary i, tasks before i teacher-forced and the rest free; one list of verdicts per fork i (the sessions of
+    more than i tasks, in the suite's order; fork 0 is the free run of every session), kept and resumed per
+    (session, fork) (see the module docstring for the layout). It costs :func:`forked_task_runs` task-runs.
+
+    Raises:
+        ConfigError: a forked run that asks for trials or a simulated user as well.
     """
-    if config.history is HistoryMode.FORKED:
-        return await run_forks(
-            suite,
-            agent,
-            config,
-            run_dir,
-            resume=resume,
-            on_progress=on_progress,
-            simulator=simulator,
-            executor=executor,
-            worker=worker,
-            user=user,
-        )
-    parts = [
-        _Part(trial_dir(run_dir, t), suite.sessions, agent_for_trial(agent, config, t), trial=t)
-        for t in range(config.trials)  # a script without trial t is refused here
-    ]
     return await _run_parts(
         suite,
-        parts,
+        _parts(suite, agent, config, run_dir, user),
         config,
         run_dir,
         resume=resume,
@@ -610,50 +599,20 @@ async def run_trials(
     )
 
 
-async def run_forks(
-    suite: Suite,
-    agent: Agent,
-    config: RunConfig,
-    run_dir: Path,
-    *,
-    resume: bool = False,
-    on_progress: Callable[[RunProgress], None] | None = None,
-    simulator: LLM | None = None,
-    executor: Executor | None = None,
-    worker: EvalWorker | None = None,
-    user: UserSimulator | None = None,
-) -> list[list[SessionVerdict]]:
-    """A forked run (``--history forked``): every session once per task boundary i, tasks before i teacher-forced
-    and the rest free; the verdicts of every fork, one list per fork i (the sessions of more than i tasks, in the
-    suite's order; fork 0 is the free run of every session).
-
-    The unit of work is one (session, fork) pair, kept and resumed as a trial run keeps a (session, trial) pair
-    (see the module docstring for the layout). It costs :func:`forked_task_runs` task-runs.
-
-    Raises:
-        ConfigError: the config is not a forked one, or asks for trials or a simulated user as well.
-    """
+def _parts(suite: Suite, agent: Agent, config: RunConfig, run_dir: Path, user: UserSimulator | None) -> list[_Part]:
+    """The parts of a run: one per trial, or one per fork of a forked run."""
     if config.history is not HistoryMode.FORKED:
-        raise ConfigError(f"run_forks needs --history forked, not {config.history.value}")
+        return [
+            _Part(trial_dir(run_dir, t), suite.sessions, agent_for_trial(agent, config, t), trial=t)
+            for t in range(config.trials)  # a script without trial t is refused here
+        ]
     if config.trials != 1:
         raise ConfigError("--history forked runs one trial: the forks already run each session once per task")
     if user is not None or config.user != "recorded":
         raise ConfigError("--history forked needs the recorded user: a simulated user does not replay gold turns")
-    parts = [
+    return [
         _Part(fork_dir(run_dir, i), fork_sessions(suite, i).sessions, agent, fork=i) for i in range(fork_count(suite))
     ]
-    return await _run_parts(
-        suite,
-        parts,
-        config,
-        run_dir,
-        resume=resume,
-        on_progress=on_progress,
-        simulator=simulator,
-        executor=executor,
-        worker=worker,
-        user=None,
-    )
 
 
 async def _run_parts(
