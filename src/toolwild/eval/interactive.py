@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -57,9 +57,7 @@ from toolwild.envs.replay import loose_value
 from toolwild.errors import (
     CacheMissError,
     HarnessError,
-    ModelOutputError,
     ScoringError,
-    StructuredOutputError,
     TransientBackendError,
 )
 from toolwild.eval.agents.base import Agent, AgentContext
@@ -72,7 +70,13 @@ from toolwild.eval.scoring.session import (
     score_suite,
 )
 from toolwild.eval.scoring.task import TaskJudge
-from toolwild.eval.session import environment_seed, run_within_limit
+from toolwild.eval.session import (
+    assistant_message,
+    environment_seed,
+    harness_guard,
+    model_failure,
+    run_within_limit,
+)
 from toolwild.eval.user import (
     TaskFacts,
     UserAction,
@@ -94,7 +98,6 @@ __all__ = [
     "score_with_user",
 ]
 
-T = TypeVar("T")
 _QUESTION = "(a question to the user)"
 """The text fed to the judge for a gold question the agent's earlier question already covered."""
 
@@ -158,32 +161,6 @@ class _GoldReplay:
         return self.records[pick][2]
 
 
-def _assistant_message(step: Step, ids: list[str]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": step.content or ""}
-    if step.tool_calls:
-        message["tool_calls"] = [
-            {"id": ids[k], "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for k, c in enumerate(step.tool_calls)
-        ]
-    return message
-
-
-def _guard(what: str, action: Callable[[], T]) -> T:
-    """The environment's own machinery: anything it raises is a harness error, not the agent's."""
-    try:
-        return action()
-    except (TransientBackendError, HarnessError):
-        raise
-    except Exception as exc:
-        raise HarnessError(f"{what} failed: {type(exc).__name__}: {exc}") from exc
-
-
-def _model_failure(exc: Exception) -> TaskFailure:
-    unusable = isinstance(exc, ModelOutputError | StructuredOutputError)
-    kind = FailureKind.MODEL_OUTPUT if unusable else FailureKind.AGENT_ERROR
-    return TaskFailure(kind=kind, message=f"{type(exc).__name__}: {str(exc) or '(no message)'}"[:2000])
-
-
 class _UserFailed(Exception):
     """Internal: the simulator failed; the session stops where it is."""
 
@@ -218,7 +195,7 @@ class _Interactive:
         """Close task ``index`` with the steps so far (and the environment's state after it)."""
         record = TaskTrajectory(task_index=index, steps=self.steps, failure=failure)
         if self.episode is not None:
-            state = _guard("reading the environment's state", self.episode.state)
+            state = harness_guard("reading the environment's state", self.episode.state)
             record.state_digest = state_digest(state)
             record.writes = self.writes
             expected = self.session.tasks[index].expected_state
@@ -240,7 +217,7 @@ class _Interactive:
         except (TransientBackendError, HarnessError, CacheMissError):
             raise
         except Exception as exc:  # the agent's own failure: its task fails, the session goes on
-            return _model_failure(exc)
+            return model_failure(exc)
 
     async def _observe(self, call: ToolCall) -> str:
         if self.episode is None:
@@ -317,7 +294,7 @@ class _Interactive:
             self.steps.append(step)
             if step.parse_error is not None or step.is_empty:
                 return None  # judged as the agent's error when scored
-            messages.append(_assistant_message(step, ids))
+            messages.append(assistant_message(step, ids))
             if step.tool_calls:
                 step.observations = [await self._observe(call) for call in step.tool_calls]
                 for call_id, text in zip(ids, step.observations, strict=True):
@@ -372,7 +349,7 @@ async def run_interactive_session(
     try:
         episode = None
         if environment is not None:
-            episode = _guard("environment reset", lambda: environment.reset(seed=environment_seed(session)))
+            episode = harness_guard("environment reset", lambda: environment.reset(seed=environment_seed(session)))
         writes = {t.name for t in environment.tools if t.effect is Effect.WRITE} if environment else set()
         run = _Interactive(session, agent, user, episode, writes, max_steps_per_task, trial)
         user_error = None
@@ -385,7 +362,7 @@ async def run_interactive_session(
             run.record(len(run.tasks), None)  # keep what the agent did in the task the simulator broke
         finally:
             if episode is not None:
-                _guard("environment close", episode.close)
+                harness_guard("environment close", episode.close)
         trajectory = Trajectory(session_id=session.id, model=agent.name, tasks=run.tasks)
         return InteractiveRun(
             trajectory=trajectory, turns=run.turns, user=user.name, trial=trial, user_error=user_error

@@ -52,10 +52,13 @@ from toolwild.eval.scoring.task import TaskJudge
 __all__ = [
     "HistoryMode",
     "SessionLoop",
+    "assistant_message",
     "environment_seed",
     "gold_history",
     "gold_task_messages",
     "gold_task_steps",
+    "harness_guard",
+    "model_failure",
     "run_session",
     "run_within_limit",
 ]
@@ -185,7 +188,8 @@ def gold_task_steps(session: Session, ti: int) -> list[Step]:
     return steps
 
 
-def _assistant_message(step: Step, ids: list[str]) -> dict[str, Any]:
+def assistant_message(step: Step, ids: list[str]) -> dict[str, Any]:
+    """The chat message of an agent step, its tool calls under the ids their results will answer."""
     msg: dict[str, Any] = {"role": "assistant", "content": step.content or ""}
     if step.tool_calls:
         msg["tool_calls"] = [
@@ -227,7 +231,7 @@ async def run_session(
     try:
         episode = None
         if environment is not None and history.live:
-            episode = _harness_guard("environment reset", lambda: environment.reset(seed=environment_seed(session)))
+            episode = harness_guard("environment reset", lambda: environment.reset(seed=environment_seed(session)))
         write_tools = {t.name for t in environment.tools if t.effect is Effect.WRITE} if environment else set()
         run = SessionLoop(
             session, agent, history, scoring_mode, max_steps_per_task, episode, write_tools, forced_prefix=forced_prefix
@@ -236,7 +240,7 @@ async def run_session(
             await run_within_limit(run.run, run.stop_at_time_limit, clock, time_limit_s)
         finally:
             if episode is not None:
-                _harness_guard("environment close", episode.close)
+                harness_guard("environment close", episode.close)
         return Trajectory(session_id=session.id, model=agent.name, tasks=run.tasks)
     finally:
         current_clock.reset(token)
@@ -274,7 +278,7 @@ async def run_within_limit(
         )
 
 
-def _harness_guard(what: str, action: Callable[[], T]) -> T:
+def harness_guard(what: str, action: Callable[[], T]) -> T:
     """Run a piece of the environment's own machinery; anything it raises is a harness error, not the agent's."""
     try:
         return action()
@@ -284,7 +288,7 @@ def _harness_guard(what: str, action: Callable[[], T]) -> T:
         raise HarnessError(f"{what} failed: {type(exc).__name__}: {exc}") from exc
 
 
-def _model_failure(exc: Exception) -> TaskFailure:
+def model_failure(exc: Exception) -> TaskFailure:
     """The failure an exception out of the agent's step stands for."""
     unusable = isinstance(exc, ModelOutputError | StructuredOutputError)
     kind = FailureKind.MODEL_OUTPUT if unusable else FailureKind.AGENT_ERROR
@@ -328,7 +332,7 @@ class SessionLoop:
     def _record(self, index: int, steps: list[Step], writes: int, failure: TaskFailure | None) -> TaskTrajectory:
         record = TaskTrajectory(task_index=index, steps=steps, failure=failure)
         if self.episode is not None:
-            state = _harness_guard("reading the environment's state", self.episode.state)
+            state = harness_guard("reading the environment's state", self.episode.state)
             record.state_digest = state_digest(state)
             record.writes = writes
             expected = self.session.tasks[index].expected_state
@@ -353,7 +357,7 @@ class SessionLoop:
         except (TransientBackendError, HarnessError, CacheMissError):
             raise  # the provider's failure, or a replay that cannot go on: never the agent's
         except Exception as exc:  # the agent's own failure: the task fails with it, the session goes on
-            return _model_failure(exc)
+            return model_failure(exc)
 
     async def _execute(self, call: ToolCall) -> Observation:
         assert self.episode is not None
@@ -424,7 +428,7 @@ class SessionLoop:
                     failure = outcome
                     break
                 step = outcome
-                verdict = _harness_guard("the live judge", lambda step=step, judge=judge: judge.feed(step))
+                verdict = harness_guard("the live judge", lambda step=step, judge=judge: judge.feed(step))
                 ids = [c.id or f"call_{ti}_{len(steps)}_{k}" for k, c in enumerate(step.tool_calls or [])]
                 if step.tool_calls:
                     for call, call_id in zip(step.tool_calls, ids, strict=True):
@@ -438,7 +442,7 @@ class SessionLoop:
                         if c.name in self.write_tools and _wrote(o)
                     )
                     step.observations = [o.to_text() for o in observed]
-                    messages.append(_assistant_message(step, ids))
+                    messages.append(assistant_message(step, ids))
                     for call_id, text in zip(ids, step.observations, strict=True):
                         messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
                     if verdict.name_label == "error":
@@ -446,13 +450,13 @@ class SessionLoop:
                     continue
                 if verdict.name_label == "error":
                     if history is HistoryMode.FREE and (step.content or step.tool_calls):
-                        messages.append(_assistant_message(step, ids))
+                        messages.append(assistant_message(step, ids))
                         for call_id in ids:
                             messages.append(
                                 {"role": "tool", "tool_call_id": call_id, "content": '{"error": "not executed"}'}
                             )
                     break
-                messages.append(_assistant_message(step, ids))
+                messages.append(assistant_message(step, ids))
                 nodes = [task.gold[i] for i in verdict.matched_nodes]
                 if verdict.kind == "calls":
                     # the harness pairs name-sorted observations with the model's name-sorted call ids
