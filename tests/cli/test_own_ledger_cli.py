@@ -77,36 +77,13 @@ def test_a_suite_on_your_books_is_evaluated_on_its_snapshot(tmp_path, books):
         assert s["ledger_sha256"] == sha(books)
         assert "ledger_seed" not in s
 
-    result = run(
-        "eval",
-        "--suite",
-        suite,
-        "--agent",
-        "oracle",
-        "--history",
-        "free",
-        "--runs-dir",
-        tmp_path / "runs",
-        "--name",
-        "o",
-    )
+    oracle = ("eval", "--suite", suite, "--agent", "oracle", "--history", "free", "--runs-dir", tmp_path / "runs")
+    result = run(*oracle, "--name", "o")
     assert result.exit_code == 0, result.output
     metrics = json.loads((tmp_path / "runs" / "o" / "metrics.json").read_text())
     assert metrics["total_info"]["task"] == {"accuracy": 1.0, "correct_count": 16, "total_count": 16}
 
     # the snapshot changed behind the suite's back: its gold no longer applies, and eval says so before any call
     snapshot.write_text(snapshot.read_text() + "\n; edited\n", encoding="utf-8")
-    stale = run(
-        "eval",
-        "--suite",
-        suite,
-        "--agent",
-        "oracle",
-        "--history",
-        "free",
-        "--runs-dir",
-        tmp_path / "runs",
-        "--name",
-        "stale",
-    )
+    stale = run(*oracle, "--name", "stale")
     assert stale.exit_code != 0 and "changed since the suite was made" in stale.output
