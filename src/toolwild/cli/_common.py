@@ -167,6 +167,13 @@ EncoderOption = Annotated[
 ]
 """``--encoder``, the same wherever texts are embedded (see :func:`toolwild.synth.embedding.load_embedder`)."""
 
+PERTURB_KINDS = "KIND[,KIND] of distractors:N, terse[:N], rename, shuffle, paraphrase"
+"""What ``--perturb`` takes, for each command's own help text (see :mod:`toolwild.core.perturb`)."""
+PerturbSeedOption = Annotated[
+    int, typer.Option(help="Seed of --perturb (the same seed, the same copy).", rich_help_panel="Perturbation")
+]
+"""``--perturb-seed``, the same on every command that takes ``--perturb``."""
+
 
 def check_executor(executor: str) -> None:
     """Refuse an ``--executor`` value other than ``local`` or ``ray``."""

@@ -10,6 +10,8 @@ import typer
 from rich.markup import escape
 
 from toolwild.cli._common import (
+    PERTURB_KINDS,
+    PerturbSeedOption,
     RayAddressOption,
     check_executor,
     console,
@@ -266,14 +268,12 @@ def eval_command(
     perturb: Annotated[
         str | None,
         typer.Option(
-            help="Run a perturbed copy of the suite (kept in the run as suite.jsonl): KIND[,KIND] of distractors:N, "
-            "terse[:N], rename, shuffle, paraphrase (see README, Robustness).",
+            help=f"Run a perturbed copy of the suite (kept in the run as suite.jsonl): {PERTURB_KINDS} (see README, "
+            "Robustness).",
             rich_help_panel="Perturbation",
         ),
     ] = None,
-    perturb_seed: Annotated[
-        int, typer.Option(help="Seed of --perturb (the same seed, the same copy).", rich_help_panel="Perturbation")
-    ] = 0,
+    perturb_seed: PerturbSeedOption = 0,
     perturb_model: Annotated[
         str | None,
         typer.Option(

@@ -11,7 +11,9 @@ from rich.table import Table
 
 from toolwild.cli._common import (
     EXIT_PROVIDER_ERRORS,
+    PERTURB_KINDS,
     EncoderOption,
+    PerturbSeedOption,
     RayAddressOption,
     check_executor,
     console,
@@ -144,14 +146,11 @@ def sessions(
     perturb: Annotated[
         str | None,
         typer.Option(
-            help="Also write a perturbed copy of the suite: KIND[,KIND] of distractors:N, terse[:N], rename, "
-            "shuffle, paraphrase (reworded by --model).",
+            help=f"Also write a perturbed copy of the suite: {PERTURB_KINDS} (reworded by --model).",
             rich_help_panel="Perturbation",
         ),
     ] = None,
-    perturb_seed: Annotated[
-        int, typer.Option(help="Seed of --perturb (the same seed, the same copy).", rich_help_panel="Perturbation")
-    ] = 0,
+    perturb_seed: PerturbSeedOption = 0,
     perturb_out: Annotated[
         Path | None,
         typer.Option(

@@ -12,7 +12,15 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from toolwild.cli._common import EncoderOption, console, handled_errors, make_llm, progress_bar
+from toolwild.cli._common import (
+    PERTURB_KINDS,
+    EncoderOption,
+    PerturbSeedOption,
+    console,
+    handled_errors,
+    make_llm,
+    progress_bar,
+)
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.jsonl import read_jsonl
 from toolwild.core.quality import Example, SemanticDiversity, SuiteQuality, TextEncoder, suite_quality
@@ -261,14 +269,11 @@ def validate(
     perturb: Annotated[
         str | None,
         typer.Option(
-            help="Check a perturbed copy instead (not written): KIND[,KIND] of distractors:N, terse[:N], rename, "
-            "shuffle, paraphrase (the oracle must still score 100%).",
+            help=f"Check a perturbed copy instead (not written): {PERTURB_KINDS} (the oracle must still score 100%).",
             rich_help_panel="Perturbation",
         ),
     ] = None,
-    perturb_seed: Annotated[
-        int, typer.Option(help="Seed of --perturb (the same seed, the same copy).", rich_help_panel="Perturbation")
-    ] = 0,
+    perturb_seed: PerturbSeedOption = 0,
     perturb_model: Annotated[
         str | None,
         typer.Option(
