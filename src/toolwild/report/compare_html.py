@@ -81,32 +81,53 @@ def _pair_name(comparison: Comparison, a: int, b: int) -> str:
     return f"{comparison.runs[b].label} − {comparison.runs[a].label}"
 
 
-def _differences(comparison: Comparison) -> str:
-    """The paired differences as points with their 95% intervals around a zero line, then the same as a table."""
+def _interval_scatter(
+    series: dict[str, list[tuple[str, float, float, float]]], *, title: str, rows: int, margin: int
+) -> go.Figure:
+    """Points with their (asymmetric) intervals around a zero line, in percentage points: one trace per metric of
+    ``series`` (label, point, low, high), labels on the y axis, top to bottom."""
     fig = go.Figure()
-    for metric in ("task", "session"):
-        pairs = [p for p in comparison.pairs if p.metric == metric]
+    for metric, points in series.items():
         fig.add_trace(
             go.Scatter(
-                x=[100 * p.point for p in pairs],
-                y=[f"{_pair_name(comparison, p.a, p.b)} · {metric}" for p in pairs],
+                x=[100 * point for _, point, _, _ in points],
+                y=[label for label, _, _, _ in points],
                 mode="markers",
                 name=_METRIC_NAMES[metric],
                 error_x={
                     "type": "data",
                     "symmetric": False,
-                    "array": [100 * (p.high - p.point) for p in pairs],
-                    "arrayminus": [100 * (p.point - p.low) for p in pairs],
+                    "array": [100 * (high - point) for _, point, _, high in points],
+                    "arrayminus": [100 * (point - low) for _, point, low, _ in points],
                 },
             )
         )
     fig.add_vline(x=0, line_dash="dash", line_color="#888")
     fig.update_layout(
-        title="Paired differences (B − A) with 95% bootstrap intervals",
+        title=title,
         xaxis_title="percentage points",
-        height=200 + 40 * len(comparison.pairs),
-        margin={"l": 220},
+        height=200 + 40 * rows,
+        margin={"l": margin},
         yaxis={"autorange": "reversed"},
+    )
+    return fig
+
+
+def _differences(comparison: Comparison) -> str:
+    """The paired differences as points with their 95% intervals around a zero line, then the same as a table."""
+    series = {
+        metric: [
+            (f"{_pair_name(comparison, p.a, p.b)} · {metric}", p.point, p.low, p.high)
+            for p in comparison.pairs
+            if p.metric == metric
+        ]
+        for metric in ("task", "session")
+    }
+    fig = _interval_scatter(
+        series,
+        title="Paired differences (B − A) with 95% bootstrap intervals",
+        rows=len(comparison.pairs),
+        margin=220,
     )
     rows = []
     for p in comparison.pairs:
@@ -129,30 +150,20 @@ def _robustness(comparison: Comparison) -> str:
             "<p>Some runs are of a perturbed copy of the suite, but no unperturbed run was given: add a run of the "
             "base suite to see each perturbation's delta.</p>"
         )
-    fig = go.Figure()
-    for metric in ("task", "session"):
-        rows = [(r, d) for r in comparison.robustness for d in r.deltas if d.metric == metric]
-        fig.add_trace(
-            go.Scatter(
-                x=[100 * d.point for _, d in rows],
-                y=[f"{','.join(r.kinds)} · {comparison.runs[r.run].label}" for r, _ in rows],
-                mode="markers",
-                name=_METRIC_NAMES[metric],
-                error_x={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [100 * (d.high - d.point) for _, d in rows],
-                    "arrayminus": [100 * (d.point - d.low) for _, d in rows],
-                },
-            )
-        )
-    fig.add_vline(x=0, line_dash="dash", line_color="#888")
-    fig.update_layout(
+    series = {
+        metric: [
+            (f"{','.join(r.kinds)} · {comparison.runs[r.run].label}", d.point, d.low, d.high)
+            for r in comparison.robustness
+            for d in r.deltas
+            if d.metric == metric
+        ]
+        for metric in ("task", "session")
+    }
+    fig = _interval_scatter(
+        series,
         title="Perturbed − unperturbed accuracy, with paired 95% bootstrap intervals",
-        xaxis_title="percentage points",
-        height=200 + 40 * len(comparison.robustness),
-        margin={"l": 260},
-        yaxis={"autorange": "reversed"},
+        rows=len(comparison.robustness),
+        margin=260,
     )
     rows = []
     for row in comparison.robustness:
