@@ -191,8 +191,9 @@ def test_minilm_finds_templated_utterances_more_alike_than_published_ones():
     minilm = SimpleEncoder(embed=embedder.embed_corpus, label=embedder.info.label())
     published, _ = load_wtb_suite(SESSIONS)
     wild = suite_quality(published, encoder=minilm).semantic
-    templated = suite_quality(build_ledger_suite(5), encoder=minilm).semantic  # 20 utterances, as many as published
-    assert wild is not None and templated is not None and wild.sampled == templated.sampled == 20
+    # six sessions: about as many distinct utterances as the published 20 (22 since the gold-grounding rewording)
+    templated = suite_quality(build_ledger_suite(6), encoder=minilm).semantic
+    assert wild is not None and templated is not None and wild.sampled == 20 and 20 <= templated.sampled <= 24
     assert templated.near_duplicate_share > wild.near_duplicate_share
     assert templated.mean_cosine > wild.mean_cosine + 0.05
     assert templated.examples and all(p.cosine >= 0.85 for p in templated.examples)

@@ -236,7 +236,7 @@ def test_relative_includes_resolve_against_the_ledger_folder_and_included_transa
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     originals = {p: p.read_bytes() for p in tmp_path.rglob("*.beancount")}
-    episode = LedgerEpisode(ledger_path=Path(os.path.relpath(main)))
+    episode = LedgerEpisode(ledger_path=Path(os.path.relpath(main)), allow_outside_includes=True)  # ../shared
     try:
         copy_root = episode.path.parent.parent
         assert episode.path == copy_root / "books" / "main.beancount"
@@ -254,7 +254,7 @@ def test_relative_includes_resolve_against_the_ledger_folder_and_included_transa
         episode.close()
     assert {p: p.read_bytes() for p in tmp_path.rglob("*.beancount")} == originals
     # write-through edits the user's included file in place, and only it
-    books = LedgerEpisode(ledger_path=main, write_through=True)
+    books = LedgerEpisode(ledger_path=main, write_through=True, allow_outside_includes=True)
     deli = next(t for t in books.state()["ledger"] if t["payee"] == "Deli")
     assert books.call("recategorize", {"transaction_id": deli["id"], "new_account": "Expenses:Fun"}).ok
     books.close()
@@ -271,7 +271,7 @@ def test_copy_ledger_tree_keeps_the_layout(tmp_path):
     main.write_text(
         text.replace('"../shared/accounts.beancount"', f'"{tmp_path / "user" / "shared" / "accounts.beancount"}"')
     )
-    copied = copy_ledger_tree(main, tmp_path / "copy")
+    copied = copy_ledger_tree(main, tmp_path / "copy", allow_outside_includes=True)
     assert copied == tmp_path / "copy" / "books" / "main.beancount"
     assert (tmp_path / "copy" / "books" / "2024" / "january.beancount").read_bytes() == (
         tmp_path / "user" / "books" / "2024" / "january.beancount"

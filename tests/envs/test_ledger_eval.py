@@ -78,7 +78,7 @@ async def test_rerunning_the_add_when_asked_about_the_category_is_a_redundant_wr
 
 @pytest.mark.anyio
 async def test_adding_instead_of_amending_fails_the_final_ledger_check(tmp_path, suite):
-    session, amend_task = _session(suite, ("add_missing_two", "amend_date"))
+    session, amend_task = _session(suite, ("add_missing_two", "amend_amount"))
     behaviour = _gold(session)
     added = dict(_gold_call(session, amend_task - 1, "add_transaction"))
     added["amount"] = round(float(added["amount"]) + 5.0, 2)

@@ -131,12 +131,12 @@ def test_opening_a_failed_task_shows_its_reason(page, run_dir):
 
 
 def test_a_task_link_opens_that_task(browser, run_dir):
-    """compare.html links a flip as report.html#task=<session id>/<index>: the viewer opens and shows it, whatever
-    filter or chunk it is in."""
+    """compare.html links a flip as report.html#task=<session id>/<n> (n from 1, as the row's "task n/N"): the
+    viewer opens and shows it, whatever filter or chunk it is in."""
     key = sorted(_failed(run_dir))[-1]
     sid, index = key.split("#")
     page = browser.new_page(viewport={"width": 1280, "height": 900})
-    page.goto((run_dir / "report.html").as_uri() + f"#task={sid}/{index}")
+    page.goto((run_dir / "report.html").as_uri() + f"#task={sid}/{int(index) + 1}")
     page.wait_for_selector("body[data-charts-ready='1']", timeout=30_000)
     row = page.locator(f'li.task[data-key="{key}"]')
     assert row.locator(".detail .verdict .reason").inner_text() == _failed(run_dir)[key]

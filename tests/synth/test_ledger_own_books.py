@@ -84,7 +84,8 @@ def test_the_profile_reads_the_books(books, ledger):
     assert profile.checking == "Assets:US:BofA:Checking"  # the bank account that pays for purchases
     assert profile.card == "Liabilities:US:Chase:Slate"  # the card that does
     assert profile.savings is None  # the example has no savings account: templates that need one offer nothing
-    assert profile.nick(profile.card) == "Chase card" and profile.the_nick(profile.card) == "the Chase card"
+    # the card by its last part too: "my Chase card" would leave an agent to guess among the bank's cards
+    assert profile.nick(profile.card) == "Chase Slate card" and profile.the_nick(profile.card) == "the Chase Slate card"
     assert profile.today == max(e.date for e in entries if type(e).__name__ in ("Transaction", "Balance"))
     assert profile.receipts and {r.payee for r in profile.receipts} <= _payees(entries)
     everyone = _payees(entries)

@@ -23,8 +23,35 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-console = Console(emoji=False)  # ledger accounts such as Assets:Bank:Checking hold emoji codes
-err_console = Console(stderr=True, emoji=False)
+
+class OutputConsole(Console):
+    """The console of every command: emoji codes off, and no hard wrapping when the output is not a terminal.
+
+    Why emoji off: rich reads ``:bank:`` as an emoji code, and user data holds such text (the ledger account
+    ``Assets:Bank:Checking`` was printed ``Assets🏦Checking``). Markup in user data is escaped, or printed as
+    :class:`~rich.text.Text`, by each caller.
+
+    Why no wrapping off a terminal: rich lays text out at 80 columns when it cannot measure a terminal, so a message
+    written to a log file or a pipe was broken mid-sentence where the width ran out (and where depended on the
+    length of a path in it): ``grep`` and log readers then missed it. Off a terminal every ``print`` soft-wraps
+    (rich's ``soft_wrap``): text runs to the end of its line and the reader's viewer wraps it. Tables and other
+    renderables still lay their columns out at the console's width, so they stay readable. In a terminal rich wraps
+    as usual (the terminal's width is known there).
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("emoji", False)
+        super().__init__(**kwargs)
+
+    def print(self, *objects: Any, soft_wrap: bool | None = None, **kwargs: Any) -> None:
+        """:meth:`rich.console.Console.print`, soft-wrapped by default when the output is not a terminal."""
+        if soft_wrap is None:
+            soft_wrap = self.soft_wrap or not self.is_terminal
+        super().print(*objects, soft_wrap=soft_wrap, **kwargs)
+
+
+console = OutputConsole()
+err_console = OutputConsole(stderr=True)
 
 
 @contextmanager

@@ -52,13 +52,13 @@ def _report_row(audit: ToolAudit, threshold: float) -> dict[str, Any]:
 
 def _audit_table(env_id: str, audits: list[ToolAudit], threshold: float) -> Table:
     """Per tool: model-judged calls, how many were right, reliability, the code-checked schema call, kept."""
-    table = Table(title=f"Audit of {env_id}", title_justify="left")
+    table = Table(title=f"Audit of {escape(env_id)}", title_justify="left")
     for column in ("tool", "judged", "correct", "reliability", "schema", "kept"):
         table.add_column(column)
     schema_text = {True: "refused", False: "[red]accepted[/]", None: "-"}
     for a in audits:
         table.add_row(
-            a.tool,
+            escape(a.tool),
             str(a.judged),
             str(a.judged_correct),
             f"{a.reliability:.0%}",
@@ -275,12 +275,23 @@ def _percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
 
 
+def _method(report: UserAuditReport) -> str:
+    """How the interval was computed, in words: over runs clustered by session when there were several trials."""
+    interval = report.interval
+    if interval is None or interval.effective_n is None:
+        return "Wilson"
+    return (
+        f"Wilson at an effective {interval.effective_n:.1f} of {report.runs} runs: a session's trials are not "
+        "independent"
+    )
+
+
 def _print_user_audit(report: UserAuditReport) -> None:
     """The summary (error rate, interval, findings by kind, the oracle's score) and the broken sessions."""
-    summary = Table(title=f"User audit: {report.user}", title_justify="left", show_header=False)
+    summary = Table(title=f"User audit: {escape(report.user)}", title_justify="left", show_header=False)
     rate = _percent(report.error_rate)
     if report.interval is not None:
-        rate += f" (95% CI {report.interval.low:.1%}\u2013{report.interval.high:.1%}, Wilson)"
+        rate += f" (95% CI {report.interval.low:.1%}\u2013{report.interval.high:.1%}, {_method(report)})"
     summary.add_row("error rate", rate)
     summary.add_row("runs failed", f"{report.failed_runs} of {report.runs} (sessions x trials)")
     summary.add_row("sessions", f"{report.sessions} ({report.trials} trial(s) each)")
@@ -296,7 +307,8 @@ def _print_user_audit(report: UserAuditReport) -> None:
         )
     if report.provider_errors:
         summary.add_row(
-            "lost to the provider", f"{len(report.provider_errors)} run(s): {', '.join(report.provider_errors[:5])}"
+            "lost to the provider",
+            f"{len(report.provider_errors)} run(s): {escape(', '.join(report.provider_errors[:5]))}",
         )
     console.print(summary)
     if not report.broken:

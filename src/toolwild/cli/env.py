@@ -45,6 +45,13 @@ LedgerOption = Annotated[
         "your file is never written.",
     ),
 ]
+AllowOutsideIncludesOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-outside-includes",
+        help="With --ledger: allow includes outside the ledger's folder (refused by default).",
+    ),
+]
 
 
 MAX_LINE = 1_000_000
@@ -69,22 +76,37 @@ def _show(observation: Observation) -> None:
     console.print_json(observation.model_dump_json(exclude_none=True))
 
 
-def own_ledger(env: str, ledger: Path | None, *, write_through: bool = False) -> EnvironmentBackend | None:
-    """The ledger environment on the user's own books when ``--ledger`` is given (only with ENV ``ledger``)."""
+def own_ledger(
+    env: str, ledger: Path | None, *, write_through: bool = False, allow_outside_includes: bool = False
+) -> EnvironmentBackend | None:
+    """The ledger environment on the user's own books when ``--ledger`` is given (only with ENV ``ledger``).
+
+    ``allow_outside_includes`` (``--allow-outside-includes``) lets the ledger include files outside its folder;
+    without it ``TOOLWILD_ALLOW_OUTSIDE_INCLUDES`` decides (by default such an include is refused, unread)."""
     if ledger is None:
         if write_through:
             raise ConfigError("--write-through needs --ledger FILE: it writes your own books")
+        if allow_outside_includes:
+            raise ConfigError("--allow-outside-includes needs --ledger FILE: it is about your ledger's includes")
         return None
     if env != "ledger":
         raise ConfigError(f"--ledger works with the ledger environment only, not {env!r}")
-    return ledger_backend(ledger, write_through=write_through)
+    return ledger_backend(
+        ledger, write_through=write_through, allow_outside_includes=True if allow_outside_includes else None
+    )
 
 
 def open_environment(
-    env: str, model: str, base_url: str | None, cache: Path | None, ledger: Path | None = None
+    env: str,
+    model: str,
+    base_url: str | None,
+    cache: Path | None,
+    ledger: Path | None = None,
+    *,
+    allow_outside_includes: bool = False,
 ) -> tuple[EnvironmentBackend, LLM | None]:
     """The environment and, when it needs one, its simulator (built only then: loading a model takes time)."""
-    books = own_ledger(env, ledger)
+    books = own_ledger(env, ledger, allow_outside_includes=allow_outside_includes)
     if books is not None:
         return books, None
     description = describe_environment(env)
@@ -101,12 +123,16 @@ async def _close(episode: Episode, llm: LLM | None) -> None:
 
 
 @env_app.command("tools")
-def tools(env: EnvArgument, ledger: LedgerOption = None) -> None:
+def tools(
+    env: EnvArgument, ledger: LedgerOption = None, allow_outside_includes: AllowOutsideIncludesOption = False
+) -> None:
     """List an environment's tools with their effect and parameters."""
     from toolwild.envs.registry import environment_tools
 
     with handled_errors():
-        books = own_ledger(env, ledger)  # loads the file: a ledger that does not load is named here
+        books = own_ledger(
+            env, ledger, allow_outside_includes=allow_outside_includes
+        )  # loads the file: a ledger that does not load is named here
         specs = books.tools if books is not None else environment_tools(env)
     table = Table(title=f"{env} tools", title_justify="left")
     table.add_column("tool", style="bold")
@@ -131,11 +157,14 @@ def call(
     base_url: BaseUrlOption = None,
     cache: CacheOption = None,
     ledger: LedgerOption = None,
+    allow_outside_includes: AllowOutsideIncludesOption = False,
 ) -> None:
     """Make one call on a fresh episode and print the observation (exit 1 when the tool answers with an error)."""
     with handled_errors():
         arguments = _parse_args(args)
-        backend, llm = open_environment(env, model, base_url, cache, ledger)
+        backend, llm = open_environment(
+            env, model, base_url, cache, ledger, allow_outside_includes=allow_outside_includes
+        )
         episode = backend.reset(seed=seed)
 
         async def once() -> Observation:
@@ -228,10 +257,13 @@ def shell(
     base_url: BaseUrlOption = None,
     cache: CacheOption = None,
     ledger: LedgerOption = None,
+    allow_outside_includes: AllowOutsideIncludesOption = False,
 ) -> None:
     """An interactive loop on one episode: `TOOL {json args}`, `state`, `quit`."""
     with handled_errors():
-        backend, llm = open_environment(env, model, base_url, cache, ledger)
+        backend, llm = open_environment(
+            env, model, base_url, cache, ledger, allow_outside_includes=allow_outside_includes
+        )
         episode = backend.reset(seed=seed)
     where = f"a copy of {ledger}; your file is not written" if ledger is not None else f"seed {seed}"
     console.print(escape(f"{env} ({where}); tools: {', '.join(t.name for t in backend.tools)}"))

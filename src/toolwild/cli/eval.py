@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -26,8 +27,9 @@ from toolwild.core.files import write_json
 from toolwild.core.formats.wtb import load_wtb_suite, write_wtb_suite
 from toolwild.core.session import Suite
 from toolwild.core.verdict import Metrics, ScoringMode
+from toolwild.envs.registry import anchor_session, check_session_environments
 from toolwild.errors import ConfigError, ToolwildError
-from toolwild.eval.build import AGENT_FORMS, build_agent, build_simulator, build_user
+from toolwild.eval.build import AGENT_FORMS, RunClients, build_run_clients
 from toolwild.eval.metrics.forked import compute_forked_metrics
 from toolwild.eval.metrics.passk import compute_trial_metrics
 from toolwild.eval.runner import (
@@ -46,7 +48,14 @@ from toolwild.eval.runner import (
 )
 from toolwild.eval.session import HistoryMode
 from toolwild.eval.user import USER_FORMS, UserSimulator, parse_user_spec, user_prompt
-from toolwild.eval.user_audit import UserAuditReport, audit_user, load_user_audit, user_audit_report, user_summary
+from toolwild.eval.user_audit import (
+    UserAuditReport,
+    audit_user,
+    load_user_audit,
+    user_audit_report,
+    user_extension,
+    user_summary,
+)
 from toolwild.export.wtb_result import write_wtb_results
 from toolwild.llm.cache import CacheMode
 from toolwild.llm.redact import redact_url
@@ -59,32 +68,34 @@ if TYPE_CHECKING:
 
 DEFAULT_SUBSET = 4
 """Sessions of the built-in ledger suite run by default (the embedded model needs about a minute per session)."""
+_SEPARATORS = re.compile(r"[:/\\]")
+"""What the agent's name may hold that a default run name must not (a path separator, a drive's colon)."""
 
 
 def _perturbed_run_suite(
+    base: Suite | None,
     suite_path: Path,
     run_dir: Path,
     kinds: str,
     seed: int,
     model: str | None,
     base_url: str | None,
-    skip_invalid: bool,
-) -> Path:
+) -> None:
     """Write the perturbed copy ``--perturb`` asks for into the run (its ``suite.jsonl``: re-scoring, resuming and
-    ``compare`` read it; it records the base suite's fingerprint, the kinds and the seed) and return its path."""
+    ``compare`` read it; it records the base suite's fingerprint, the kinds and the seed).
+
+    ``base``: the suite read from ``suite_path`` (None: read it, as the run's own copy of its sessions is);
+    ``suite_path``'s folder is where its environment files resolve. The kinds were checked before anything was
+    written (:func:`_check_new_run_options`).
+    """
     from toolwild.cli.validate import perturbed_copy
 
-    if (run_dir / "trajectories.jsonl").exists():
-        raise ConfigError(f"{run_dir} already holds a run; use --resume to continue it")
-    base, report = load_wtb_suite(suite_path, skip_invalid=skip_invalid)
-    report_skipped(report)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    if base is None:
+        base, _ = load_wtb_suite(suite_path)
     cache = run_dir / "perturb.cache.sqlite"
     outcome = perturbed_copy(base, suite_path, kinds, seed, model, base_url, cache)
-    target = run_dir / "suite.jsonl"
-    write_wtb_suite(_anchored(outcome.suite, suite_path.resolve().parent), target)
+    write_wtb_suite(_anchored(outcome.suite, suite_path.resolve().parent), run_dir / "suite.jsonl")
     console.print(escape(outcome.summary()))
-    return target
 
 
 def _selected(suite: Suite, limit: int | None, only: str | None) -> Suite:
@@ -103,14 +114,120 @@ def _selected(suite: Suite, limit: int | None, only: str | None) -> Suite:
 
 
 def _anchored(suite: Suite, folder: Path) -> Suite:
-    """Environment files named relative to the suite's folder, made absolute: the copy lives in the run folder."""
-    sessions = []
-    for session in suite.sessions:
-        env = session.environment
-        if env and not Path(env).is_absolute() and (folder / env).is_file():
-            session = session.model_copy(update={"environment": str((folder / env).resolve())})
-        sessions.append(session)
-    return suite.model_copy(update={"sessions": sessions})
+    """The files the sessions name relative to the suite's folder (environment files, own-books snapshots) made
+    absolute: the copy lives in the run folder (see :func:`~toolwild.envs.registry.anchor_session`)."""
+    return suite.model_copy(update={"sessions": [anchor_session(s, folder) for s in suite.sessions]})
+
+
+def _run_name(name: str | None, agent: str) -> str:
+    """The run folder's name inside ``--runs-dir``: ``--name``, or the agent and the time.
+
+    Why exactly one path component: ``--name ../escape`` wrote the whole run outside ``--runs-dir`` and an absolute
+    name wherever it pointed, both without a word.
+    """
+    if name is None:
+        return f"{_SEPARATORS.sub('-', agent)}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+    if name in ("", ".", "..") or any(c in name for c in "/\\") or Path(name).is_absolute() or not name.isprintable():
+        raise ConfigError(
+            f"--name {name!r}: a run name is one folder name inside --runs-dir, without '/', '\\', control "
+            "characters, and not '.' or '..' (e.g. --name gpt4o-ledger; --runs-dir chooses the folder it goes in)"
+        )
+    return name
+
+
+def _check_new_run_options(
+    perturb: str | None,
+    perturb_model: str | None,
+    user: str,
+    history: HistoryMode | None,
+    trials: int | None,
+    exclude_user_failures: bool,
+) -> bool:
+    """Refuse options of a new run that name nothing or contradict each other, before the suite is read (a bad
+    ``--perturb`` used to wait for the whole suite to load); whether the user is simulated (``--user model:M``)."""
+    if perturb is not None:
+        from toolwild.core.perturb import parse_kinds
+
+        if any(k.name == "paraphrase" for k in parse_kinds(perturb)) and perturb_model is None:
+            raise ConfigError("--perturb paraphrase needs a model to reword the utterances: give --perturb-model M")
+    simulated = parse_user_spec(user) is not None
+    if history is HistoryMode.FORKED:
+        _check_forked(simulated, trials)
+    if simulated and history is HistoryMode.WTB:
+        raise ConfigError("a simulated user (--user model:M) needs the agent's own history: --history free")
+    if exclude_user_failures and not simulated:
+        raise ConfigError("--exclude-user-failures needs a simulated user (--user model:M)")
+    return simulated
+
+
+def _run_suite(
+    suite_path: Path | None, all_sessions: bool, limit: int | None, only: str | None, skip_invalid: bool
+) -> tuple[Suite, Suite | None, Path | None]:
+    """The sessions a new run evaluates, read (or, for the built-in ledger suite, generated) without writing
+    anything: (the sessions, the copy the run keeps as its ``suite.jsonl`` or None when it reads ``--suite`` itself,
+    the folder the suite names its files from).
+
+    Raises:
+        ConfigError: a suite without a session (``validate`` calls it an error: a scoreboard of nothing is not a
+            result), or an unknown ``--sessions`` id.
+    """
+    if suite_path is None:  # the built-in ledger suite, generated by code (deterministic) and kept with the run
+        from toolwild.synth.providers.ledger import build_ledger_suite
+
+        ledger = build_ledger_suite()
+        if not all_sessions and limit is None and only is None:
+            ledger.sessions = ledger.sessions[:DEFAULT_SUBSET]
+        chosen = _selected(ledger, limit, only)
+        return chosen, chosen, None
+    whole, report = load_wtb_suite(suite_path, skip_invalid=skip_invalid)
+    report_skipped(report)
+    if not whole.sessions:
+        skipped = " (every record was skipped)" if report.skipped else ""
+        raise ConfigError(f"{suite_path}: the suite holds no session{skipped}: nothing to evaluate")
+    folder = suite_path.resolve().parent
+    if limit is None and only is None:
+        return whole, None, folder
+    return whole, _anchored(_selected(whole, limit, only), folder), folder
+
+
+def _state_checked_tasks(suite: Suite) -> int:
+    """Tasks with an expected state: what only a live history (``free``, ``forked``) checks."""
+    return sum(t.expected_state is not None for s in suite.sessions for t in s.tasks)
+
+
+def _default_history(suite: Suite) -> HistoryMode:
+    """``free`` for a suite with state checks (the built-in ledger suite, a suite on your own books, any suite
+    ``synth sessions`` makes on a live environment), ``wtb`` (the published protocol) otherwise.
+
+    Why: ``wtb`` runs no call on an environment, so it cannot check a state; defaulting to it evaluated an own-books
+    suite without its ledger checks, silently.
+    """
+    return HistoryMode.FREE if _state_checked_tasks(suite) else HistoryMode.WTB
+
+
+def _check_environments(suite: Suite, clients: RunClients, base_dir: Path | None, by_default: bool) -> None:
+    """Open every environment the run's sessions name (a live history runs calls on them) before anything is
+    written; when the history was chosen by default, the error says how to run without them."""
+    try:
+        check_session_environments(suite.sessions, simulator=clients.simulator, base_dir=base_dir)
+    except ConfigError as exc:
+        if not by_default:
+            raise
+        raise ConfigError(
+            f"{exc} (--history is free by default on a suite with state checks; --history wtb runs it without "
+            "its environments and skips them)"
+        ) from None
+
+
+def _warn_unchecked_states(suite: Suite, history: HistoryMode) -> None:
+    """Say on stderr, under the scoreboard, that a ``--history wtb`` run left the suite's state checks out."""
+    tasks = _state_checked_tasks(suite)
+    if history is HistoryMode.WTB and tasks:
+        err_console.print(
+            f"[bold yellow]warning:[/] state checks not run: {tasks} task(s) of the suite have an expected state, "
+            "but --history wtb runs no call on the environment, so the figures above do not check them (--history "
+            "free runs them)"
+        )
 
 
 def eval_command(
@@ -190,9 +307,10 @@ def eval_command(
     history: Annotated[
         HistoryMode | None,
         typer.Option(
-            help="wtb = gold history (published); free = the agent's own, on a live environment (default for the "
-            "built-in suite); forked = each session once per task boundary i, tasks before i gold, the rest free "
-            "(n(n+1)/2 task-runs per session of n tasks; printed before it starts).",
+            help="wtb = gold history (published; default for a suite without state checks); free = the agent's "
+            "own, on a live environment (default for a suite with expected states: only it checks them); forked = "
+            "each session once per task boundary i, tasks before i gold, the rest free (n(n+1)/2 task-runs per "
+            "session of n tasks; printed before it starts).",
             rich_help_panel="Scoring",
         ),
     ] = None,
@@ -241,7 +359,11 @@ def eval_command(
         "runs"
     ),
     name: Annotated[
-        str | None, typer.Option(help="Run name (default: agent + timestamp).", rich_help_panel="Run")
+        str | None,
+        typer.Option(
+            help="Run folder name inside --runs-dir: one name, no '/' (default: agent + timestamp).",
+            rich_help_panel="Run",
+        ),
     ] = None,
     resume: Annotated[
         Path | None, typer.Option(help="Continue a killed run directory (its config is reused).", rich_help_panel="Run")
@@ -301,8 +423,18 @@ def eval_command(
     A killed run continues with --resume RUN_DIR; the README says how outcomes count.
     Exit codes: 0 done; 1 bad input; 3 harness errors (figures incomplete); 4 most sessions lost to the provider.
     """
-    with handled_errors():
+    from contextlib import ExitStack
+
+    from toolwild.run.lock import OutputLock
+
+    # Every option is checked, the suite read and the agent and its clients built before anything is written: a
+    # refused command leaves no run folder (and takes no lock). The run folder has one writer: its lock is taken
+    # before the first write in it, and a second eval on it (a --resume while this one is alive) is refused naming
+    # this one's pid.
+    with handled_errors(), ExitStack() as held:
         check_executor(executor)
+        copy: Suite | None = None  # a new run's copy of the sessions it runs (None: it reads --suite itself)
+        history_by_default = False
         if resume is not None:
             if limit is not None or only is not None:
                 raise ConfigError("a resumed run keeps its sessions: leave out --limit and --sessions")
@@ -313,53 +445,33 @@ def eval_command(
             if trials is not None and trials != config.trials:
                 raise ConfigError(f"a resumed run keeps its trials ({config.trials}): leave out --trials")
             run_dir = resume
+            suite, report = load_wtb_suite(config.suite, skip_invalid=skip_invalid)
+            report_skipped(report)
+            base_dir = Path(config.suite).parent
         else:
-            run_name = name or f"{agent.replace(':', '-').replace('/', '-')}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
-            run_dir = runs_dir / run_name
-            if suite_path is None:
-                # the built-in ledger suite, generated by code (deterministic) and kept with the run
-                from toolwild.synth.providers.ledger import build_ledger_suite
-
-                if (run_dir / "trajectories.jsonl").exists():
-                    raise ConfigError(f"{run_dir} already holds a run; use --resume to continue it")
-                ledger = build_ledger_suite()
-                if not all_sessions and limit is None and only is None:
-                    ledger.sessions = ledger.sessions[:DEFAULT_SUBSET]
-                run_dir.mkdir(parents=True, exist_ok=True)
-                suite_path = run_dir / "suite.jsonl"
-                write_wtb_suite(_selected(ledger, limit, only), suite_path)
-                history = history or HistoryMode.FREE
-            elif limit is not None or only is not None:
-                # the run keeps the sessions it runs: re-scoring and resuming read this file, not the whole suite
-                if (run_dir / "trajectories.jsonl").exists():
-                    raise ConfigError(f"{run_dir} already holds a run; use --resume to continue it")
-                whole, report = load_wtb_suite(suite_path, skip_invalid=skip_invalid)
-                report_skipped(report)
-                chosen = _anchored(_selected(whole, limit, only), suite_path.resolve().parent)
-                run_dir.mkdir(parents=True, exist_ok=True)
-                write_wtb_suite(chosen, run_dir / "suite.jsonl")
-                suite_path = run_dir / "suite.jsonl"
-            if perturb is not None:
-                suite_path = _perturbed_run_suite(
-                    suite_path, run_dir, perturb, perturb_seed, perturb_model, base_url, skip_invalid
+            run_dir = runs_dir / _run_name(name, agent)
+            simulated = _check_new_run_options(perturb, perturb_model, user, history, trials, exclude_user_failures)
+            if (run_dir / "trajectories.jsonl").exists():
+                raise ConfigError(
+                    f"{run_dir} already holds a run; use --resume to continue it or choose another --name"
                 )
-            simulated = parse_user_spec(user) is not None
-            if history is HistoryMode.FORKED:
-                _check_forked(simulated, trials)
+            suite, copy, base_dir = _run_suite(suite_path, all_sessions, limit, only, skip_invalid)
             if simulated:
-                if history is HistoryMode.WTB:
-                    raise ConfigError("a simulated user (--user model:M) needs the agent's own history: --history free")
                 history = HistoryMode.FREE
                 mode = ScoringMode.STRICT  # the published live loop's labels need the recorded user (README)
-            elif exclude_user_failures:
-                raise ConfigError("--exclude-user-failures needs a simulated user (--user model:M)")
+            elif history is None:
+                history, history_by_default = _default_history(suite), True
+            # the run reads --suite itself, or the copy it keeps (of a selection, a perturbation, the built-in suite)
+            read = (
+                suite_path if suite_path is not None and copy is None and perturb is None else run_dir / "suite.jsonl"
+            )
             config = RunConfig(
-                suite=str(suite_path.resolve()),
+                suite=str(read.resolve()),
                 agent=agent,
                 model=model if agent == "model" else None,
                 base_url=redact_url(base_url),
                 prompt_mode=prompt_mode,
-                history=history or HistoryMode.WTB,
+                history=history,
                 mode=mode,
                 concurrency=concurrency,
                 session_timeout_s=session_timeout,
@@ -377,12 +489,28 @@ def eval_command(
                 exclude_user_failures=exclude_user_failures,
                 **(user_prompt().record() if simulated else {}),
             )
-        suite, report = load_wtb_suite(config.suite, skip_invalid=skip_invalid)
-        report_skipped(report)
         live_url = base_url if base_url is not None else config.base_url
-        agent_obj, llm = build_agent(config.model_copy(update={"base_url": live_url}), run_dir, suite=suite)
-        simulator = build_simulator(config.model_copy(update={"base_url": live_url}), run_dir, llm)
-        user_obj, user_llm = build_user(config.model_copy(update={"base_url": live_url}), run_dir, llm)
+        clients = build_run_clients(config.model_copy(update={"base_url": live_url}), suite)
+        try:
+            if config.history.live:
+                _check_environments(suite, clients, base_dir, history_by_default)
+            held.enter_context(OutputLock(run_dir))
+            if resume is None:  # the first writes
+                run_dir.mkdir(parents=True, exist_ok=True)
+                if copy is not None:  # the run keeps the sessions it runs: re-scoring and resuming read this file
+                    write_wtb_suite(copy, run_dir / "suite.jsonl")
+                if perturb is not None:
+                    source = suite_path if copy is None and suite_path is not None else run_dir / "suite.jsonl"
+                    base = suite if copy is None else None  # a copy is perturbed as the run keeps it: read back
+                    _perturbed_run_suite(base, source, run_dir, perturb, perturb_seed, perturb_model, base_url)
+                if copy is not None or perturb is not None:
+                    suite, _ = load_wtb_suite(config.suite)  # what the run reads back when re-scored or resumed
+            clients.open_cache(run_dir, CacheMode(config.cache))
+        except BaseException:
+            run_async(clients.aclose())
+            raise
+        agent_obj, llm, simulator = clients.agent, clients.llm, clients.simulator
+        user_obj, user_llm = clients.user, clients.user_llm
         user_report: UserAuditReport | None = None
         forked = config.history is HistoryMode.FORKED
         if forked:
@@ -436,8 +564,7 @@ def eval_command(
                         **remote,
                     )
                 finally:
-                    for client in {id(c): c for c in (llm, simulator, user_llm) if c is not None}.values():
-                        await client.aclose()
+                    await clients.aclose()
 
             try:
                 by_trial = run_async(run())
@@ -468,9 +595,9 @@ def eval_command(
                 "user": config.user,
                 "prompt_version": config.user_prompt_version,
                 "prompt_sha256": config.user_prompt_sha256,
-                "audit_error_rate": user_report.error_rate,
-                "audit_interval": user_report.interval.model_dump() if user_report.interval else None,
-                "audit_broken_sessions": sorted(b.session_id for b in user_report.broken),
+                **user_extension(
+                    user_report, [v for t in by_trial for v in t], count_provider_errors=config.count_provider_errors
+                ),
                 "excluded_sessions": excluded,
             }
         write_json(run_dir / "metrics.json", metrics.model_dump(mode="json"))
@@ -480,6 +607,7 @@ def eval_command(
         if export_wtb_result is not None:
             write_wtb_results(export_wtb_result, suite, trajectories, verdicts, model_name=agent_obj.name)
     render_scoreboard(metrics, console)
+    _warn_unchecked_states(suite, config.history)
     if user_report is not None:
         lost = sum(v.user_error is not None and not v.user_error.startswith("excluded:") for t in by_trial for v in t)
         console.print(user_summary(user_report, user_errors=lost, excluded=excluded))

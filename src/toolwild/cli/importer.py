@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -19,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from toolwild.cli._common import progress_bar
+from toolwild.cli._common import OutputConsole, progress_bar
 from toolwild.core.environment import DEFAULT_MCP_TIMEOUT_S, BackendKind, Environment, McpServer
 from toolwild.core.files import safe_filename
 from toolwild.core.formats.environment import ENV_SUFFIX, check_environment, write_environment, write_environment_in
@@ -80,34 +81,149 @@ def _skipped_table(skipped: list[SkippedFile]) -> Table:
     return table
 
 
-def _write_environments(environments: list[Environment], directory: Path) -> int:
-    """Write environment files into ``directory``, each checked first and named safely from its id.
+@dataclass(frozen=True)
+class LeftOut:
+    """A tool (or, when none of its tools was left, a whole environment) an import did not write, and why."""
+
+    environment: str
+    """The id of the environment it belonged to."""
+    where: str
+    """Where it came from in the source (``line 176``, ``session 'wild_tool_bench_3'``, ``spec 12``); may be empty."""
+    tool: str | None
+    """The tool's name; None when the whole environment was left out."""
+    field: str
+    """The field of the tool that would not load (``parameters.required[0]``); empty for a whole environment."""
+    reason: str
+
+
+def _source_place(environment: Environment) -> str:
+    """Where an environment came from, in the words of its ``source`` (the input line, session or spec)."""
+    source = environment.source
+    for key in ("line", "session", "spec"):
+        if source.get(key) is not None:
+            value = source[key]
+            return f"{key} {value}" if isinstance(value, int) else f"{key} {value!r}"
+    return ""
+
+
+def _leave_out_unloadable_tools(environment: Environment) -> tuple[Environment | None, list[LeftOut]]:
+    """The environment without the tools whose schemas would make its file fail to load, and what was left out.
+
+    Why per tool and not per environment: since environment files refuse, say, a ``required`` naming no declared
+    property, one published tool with that defect (WildToolBench's ``createMod``) made the whole import fail and
+    write nothing. Each tool is checked alone by :func:`check_environment` itself (the check every load runs, so the
+    two never disagree); a tool it refuses is left out and named, the other tools are kept. The provenance of the
+    written file lists what was left out (``source.left_out``), so the file never silently differs from its source.
+    An environment none of whose tools is left is left out whole (a file needs a tool).
+
+    Raises:
+        DataError: a problem of the environment itself rather than of one tool (its id, no tools at all, two tools
+            of one name), with the environment's id and the field.
+    """
+    kept: list[Tool] = []
+    left_out: list[LeftOut] = []
+    where = _source_place(environment)
+    for tool in environment.tools:
+        try:
+            check_environment(environment.model_copy(update={"tools": [tool]}))
+        except DataError as exc:
+            if not (exc.field or "").startswith("tools[0]"):  # the id: every tool would fail, so it is not the tool's
+                raise DataError(f"environment {environment.id!r}: {exc.message}", field=exc.field) from None
+            reason = exc.message.removeprefix(f"tool {tool.name!r}: ")
+            if used := sum(r.name == tool.name for r in environment.recordings):
+                reason += f" ({used} recorded call{'s' if used != 1 else ''} to it cannot be replayed)"
+            field = exc.field.removeprefix("tools[0]").removeprefix(".") if exc.field else ""
+            left_out.append(LeftOut(environment.id, where, tool.name, field, reason))
+        else:
+            kept.append(tool)
+    if left_out and not kept:
+        whole = LeftOut(environment.id, where, None, "", "none of its tools would load (each listed above)")
+        return None, [*left_out, whole]
+    if left_out:
+        noted = [{"tool": item.tool, "field": item.field, "reason": item.reason} for item in left_out]
+        source = {**environment.source, "left_out": noted}
+        environment = environment.model_copy(update={"tools": kept, "source": source})
+    try:
+        check_environment(environment)
+    except DataError as exc:
+        raise DataError(f"environment {environment.id!r}: {exc.message}", field=exc.field) from None
+    return environment, left_out
+
+
+def _write_environments(environments: list[Environment], directory: Path) -> tuple[int, list[LeftOut]]:
+    """Write environment files into ``directory``, each checked first and named safely from its id; returns how many
+    were written and the tools (or environments) left out because their files would not load.
 
     Why the checks here: ids come from the input (session ids, spec names), so a name is made safe and kept inside
-    the folder (:func:`write_environment_in`); an environment that would not load back (no tools, a bad schema) is
-    refused before anything is written; two environments that would share a file are refused instead of one
-    silently replacing the other.
+    the folder (:func:`write_environment_in`); a tool whose schema would make the file fail to load is left out and
+    reported (:func:`_leave_out_unloadable_tools`), so one defective published tool costs that tool, not the import,
+    and no file is written that would then fail to load; two environments that would share a file are refused
+    instead of one silently replacing the other. Everything is checked before the first file is written, so a refused
+    import writes nothing.
 
     Raises:
         DataError: an environment is unusable (its id and field named) or two land on one file name.
     """
     names: dict[str, str] = {}
+    written: list[Environment] = []
+    left_out: list[LeftOut] = []
     for environment in environments:
-        try:
-            check_environment(environment)
-        except DataError as exc:
-            raise DataError(f"environment {environment.id!r}: {exc.message}", field=exc.field) from None
-        name = safe_filename(environment.id)
+        usable, dropped = _leave_out_unloadable_tools(environment)
+        left_out.extend(dropped)
+        if usable is None:
+            continue
+        name = safe_filename(usable.id)
         if name in names:
-            raise DataError(f"environments {names[name]!r} and {environment.id!r} would both be written to {name}")
-        names[name] = environment.id
-    for environment in environments:
+            raise DataError(f"environments {names[name]!r} and {usable.id!r} would both be written to {name}")
+        names[name] = usable.id
+        written.append(usable)
+    for environment in written:
         write_environment_in(directory, environment)
-    return len(environments)
+    return len(written), left_out
 
 
-def _write_synthtools_envs(source: Path, tools: list[Tool], directory: Path) -> int:
-    """One environment file per SynthTools spec; returns how many were written."""
+def _left_out_lines(source: Path, left_out: list[LeftOut]) -> list[str]:
+    """One line (rich markup, input escaped) per tool or environment left out: the input and where in it, the
+    tool and its environment, the field and why."""
+    lines = []
+    for item in left_out:
+        place = f"{source}, {item.where}" if item.where else str(source)
+        what = (
+            f"tool {item.tool!r} of environment {item.environment!r}"
+            if item.tool
+            else f"environment {item.environment!r}"
+        )
+        field = f" ({item.field})" if item.field else ""
+        lines.append(f"{escape(place)}: left out {escape(what)}{escape(field)}: {escape(item.reason)}")
+    return lines
+
+
+def _warn_left_out(err: Console, source: Path, left_out: list[LeftOut]) -> None:
+    """A warning on stderr per tool or environment left out (see :func:`_left_out_lines`)."""
+    for line in _left_out_lines(source, left_out):
+        err.print(f"[yellow]warning:[/] {line}", highlight=False)
+
+
+def _print_left_out(console: Console, source: Path, left_out: list[LeftOut]) -> None:
+    """The summary's list of what was left out, one line each (a table would squeeze the reasons into a column a
+    few words wide)."""
+    if left_out:
+        console.print("left out (their environment files would not load):", highlight=False)
+    for line in _left_out_lines(source, left_out):
+        console.print(f"  - {line}", highlight=False)
+
+
+def _left_out_summary(left_out: list[LeftOut]) -> str:
+    """``; 3 tools left out`` (and environments, when whole ones were): the count the summary line ends with."""
+    tools = sum(item.tool is not None for item in left_out)
+    environments = len(left_out) - tools
+    parts = [f"{tools} tool{'s' if tools != 1 else ''}"] if tools else []
+    parts += [f"{environments} environment{'s' if environments != 1 else ''}"] if environments else []
+    return f"; {' and '.join(parts)} left out" if parts else ""
+
+
+def _write_synthtools_envs(source: Path, tools: list[Tool], directory: Path) -> tuple[int, list[LeftOut]]:
+    """One environment file per SynthTools spec; returns how many were written and what was left out."""
     return _write_environments(environments_from_synthtools(tools, load_synthtools_meta(source)), directory)
 
 
@@ -154,8 +270,8 @@ def synthtools(
     Tools are converted as published (defects are reported, not repaired) and written in sorted file order.
     Exits with status 1 and a one-line reason if the source or, without --skip-invalid, any file is malformed.
     """
-    console = Console()
-    err = Console(stderr=True)
+    console = OutputConsole()
+    err = OutputConsole(stderr=True)
     if out is None and envs_out is None:
         err.print("[bold red]error:[/] give --out (tools JSONL), --envs-out (environment files) or both")
         raise typer.Exit(1)
@@ -181,22 +297,29 @@ def synthtools(
         raise typer.Exit(1)
     try:
         written = write_tools_jsonl(tools, out) if out is not None else 0
-        environments = _write_synthtools_envs(source, tools, envs_out) if envs_out is not None else 0
+        environments, left_out = _write_synthtools_envs(source, tools, envs_out) if envs_out is not None else (0, [])
     except OSError as exc:
         err.print(f"[bold red]error:[/] cannot write: {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     except DataError as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
+    _warn_left_out(err, source, left_out)
+    if left_out and not environments:
+        err.print("[bold red]error:[/] no environment written: every one was left out (see the warnings)")
+        raise typer.Exit(1)
 
     console.print(f"files read:    {files_read:,}")
     if out is not None:
-        console.print(f"tools written: {written:,} -> {escape(str(out))}", highlight=False, soft_wrap=True)
+        console.print(f"tools written: {written:,} -> {escape(str(out))}", highlight=False)
     if envs_out is not None:
-        console.print(f"environments:  {environments:,} -> {escape(str(envs_out))}", highlight=False, soft_wrap=True)
+        console.print(
+            f"environments:  {environments:,} -> {escape(str(envs_out))}{_left_out_summary(left_out)}", highlight=False
+        )
     console.print(f"files skipped: {len(skipped):,}")
     if skipped:
         console.print(_skipped_table(skipped))
+    _print_left_out(console, source, left_out)
     console.print(_lint_table(findings))
 
 
@@ -227,11 +350,20 @@ def wtb_envs(
         typer.Option(help="replay = answer with the recorded observations (suites only); llm = model-simulated."),
     ] = BackendKind.REPLAY,
 ) -> None:
-    """Turn WildToolBench sessions or tool lists into environment files (one per session or line)."""
-    err = Console(stderr=True)
+    """Turn WildToolBench sessions or tool lists into environment files (one per session or line).
+
+    A tool whose schema would make its file fail to load (a `required`
+    property its `properties` do not declare, an invalid schema) is left
+    out, named in a warning and in the summary, and the rest is written
+    (exit 0). Exit 1, writing nothing, when the input is unusable or no
+    environment is left.
+    """
+    err = OutputConsole(stderr=True)
     try:
         if backend is BackendKind.PYTHON:
             raise DataError("a WildToolBench tool list has no code: choose --backend replay or llm")
+        if backend is BackendKind.MCP:  # an mcp environment must name its server, and WildToolBench has none
+            raise DataError("a WildToolBench file names no MCP server to call: choose --backend replay or llm")
         if isinstance(_first_value(source), list):
             if backend is BackendKind.REPLAY:
                 raise DataError("a tool-list file has no recorded observations to replay: use --backend llm")
@@ -241,14 +373,25 @@ def wtb_envs(
 
             suite, _ = load_wtb_suite(source)
             environments = [environment_from_session(s, backend) for s in suite.sessions]
-        _write_environments(environments, out)
+        written, left_out = _write_environments(environments, out)
     except DataError as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
         raise typer.Exit(1) from None
     except OSError as exc:
         err.print(f"[bold red]error:[/] cannot write: {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
-    Console().print(f"environments: {len(environments):,} ({backend.value}) -> {escape(str(out))}", highlight=False)
+    _warn_left_out(err, source, left_out)
+    if left_out and not written:
+        err.print(
+            f"[bold red]error:[/] no environment written: all {len(environments):,} were left out (see the warnings)"
+        )
+        raise typer.Exit(1)
+    console = OutputConsole()
+    console.print(
+        f"environments: {written:,} ({backend.value}) -> {escape(str(out))}{_left_out_summary(left_out)}",
+        highlight=False,
+    )
+    _print_left_out(console, source, left_out)
 
 
 class ImportBackend(StrEnum):
@@ -373,7 +516,7 @@ def mcp(
     """
     from toolwild.envs.mcp import list_server_tools
 
-    err = Console(stderr=True)
+    err = OutputConsole(stderr=True)
     try:
         server = _mcp_server(command, url, env or [], cwd, timeout)
         listing = list_server_tools(server)
@@ -405,7 +548,7 @@ def mcp(
         err.print(f"[bold red]error:[/] cannot write: {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     _report_skipped(err, skipped)
-    console = Console()
+    console = OutputConsole()
     reads = sum(t.effect is Effect.READ for t in environment.tools)
     where = f"{name} {listing.server_version or ''}".strip() or server.describe()
     console.print(

@@ -7,18 +7,33 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
-from toolwild.cli._common import console, err_console, handled_errors, outcome_exit_code, report_skipped
+from toolwild.cli._common import (
+    EXIT_HARNESS_ERRORS,
+    console,
+    err_console,
+    handled_errors,
+    outcome_exit_code,
+    report_skipped,
+)
 from toolwild.core.formats.results import load_trajectories
 from toolwild.core.formats.wtb import load_wtb_suite
+from toolwild.core.session import Suite
+from toolwild.core.trajectory import Trajectory
 from toolwild.core.verdict import ScoringMode
-from toolwild.errors import ConfigError
+from toolwild.errors import ConfigError, DataError
 from toolwild.eval.metrics.forked import compute_forked_metrics
 from toolwild.eval.metrics.passk import compute_trial_metrics
 from toolwild.eval.runner import (
     RunConfig,
+    check_exists,
+    check_result_file,
     check_run_suite,
+    fork_sessions,
     load_run_config,
+    missing_note,
+    result_missing_note,
     score_trials,
     write_fork_verdicts,
     write_trial_verdicts,
@@ -77,6 +92,10 @@ def score(
     with handled_errors():
         run_config: RunConfig | None = None
         carried: dict[str, Any] = {}
+        missing: list[str] = []
+        unfinished = ""
+        notes: list[str] = []
+        check_exists(results)
         if results.is_dir():
             run_config = load_run_config(results)
             suite_path = suite_path or Path(run_config.suite)
@@ -92,11 +111,24 @@ def score(
         forked = run_config is not None and run_config.history is HistoryMode.FORKED
         if run_config is not None:  # every trial (or fork) of the run (one for a run without --trials)
             check_run_suite(run_config, suite, suite_path)
-            by_trial_results, by_trial = score_trials(results, run_config, suite, mode=mode)
+            torn: list[DataError] = []
+            by_trial_results, by_trial = score_trials(results, run_config, suite, mode=mode, torn=torn)
             trajectories = by_trial_results[0]
-        else:  # published lines are checked against the suite: same ids are not enough, the tasks must match
-            trajectories, result_report = load_trajectories(results, skip_invalid=skip_invalid, suite=suite)
+            missing, unfinished = _missing(results, run_config, suite, by_trial_results)
+            notes += [str(t) for t in torn]
+        else:  # every line is checked against the suite: same ids are not enough, the tasks must match
+            unchecked: list[str] = []
+            trajectories, result_report = load_trajectories(
+                results, skip_invalid=skip_invalid, suite=suite, unchecked=unchecked
+            )
             report_skipped(result_report)
+            warning = check_result_file(results, suite, suite_path, unchecked)
+            if warning is not None:
+                notes.append(warning)
+            found = {t.session_id for t in trajectories}
+            lacking = [s.id for s in suite.sessions if s.id not in found]
+            if lacking and trajectories:  # the documented rule, said where the figures are shown
+                notes.append(result_missing_note(results, lacking, len(suite.sessions)))
             by_trial = None
         if not trajectories:
             raise ConfigError(f"{results}: no results to score")
@@ -109,6 +141,10 @@ def score(
         )
         metrics.extensions.update(carried)
     render_scoreboard(metrics, console)
+    for note in notes:
+        err_console.print(f"[yellow]warning:[/] {escape(note)}")
+    if missing:
+        err_console.print(f"[bold red]error:[/] {escape(unfinished)}")
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(metrics.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n")
@@ -120,7 +156,33 @@ def score(
         write_verdicts(verdicts, session_verdicts)
         console.print(f"verdicts written to {verdicts}")
     every = [v for trial in by_trial for v in trial]
-    raise typer.Exit(outcome_exit_code(every, resume_hint=run_config is not None and results))
+    code = outcome_exit_code(every, resume_hint=run_config is not None and results)
+    raise typer.Exit(code or (EXIT_HARNESS_ERRORS if missing else 0))
+
+
+def _missing(run_dir: Path, config: RunConfig, suite: Suite, by_part: list[list[Trajectory]]) -> tuple[list[str], str]:
+    """What an unfinished run lacks: the sessions without a result (a trial run's or forked run's (session, trial)
+    or (session, fork) pairs, part by part), in suite order, and the line that says so; ``[]`` for a finished
+    run."""
+    forked = config.history is HistoryMode.FORKED
+    lacking: list[str] = []
+    total = 0
+    for part, found in enumerate(by_part):
+        have = {t.session_id for t in found}
+        sessions = fork_sessions(suite, part).sessions if forked else suite.sessions
+        total += len(sessions)
+        where = f" (fork {part})" if forked else (f" (trial {part})" if config.trials > 1 else "")
+        lacking += [f"{s.id}{where}" for s in sessions if s.id not in have]
+    if forked:
+        unit, counted = (
+            "(session, fork) pair(s)",
+            "fork 0's count as failed, the others' are left out of the forked figures",
+        )
+    elif config.trials > 1:
+        unit, counted = "(session, trial) pair(s)", "they count as failed in their trial"
+    else:
+        unit, counted = "session(s)", "they count as failed"
+    return lacking, missing_note(run_dir, lacking, total, unit=unit, counted=counted)
 
 
 def _run_metrics_out(run_dir: Path, run_mode: ScoringMode, mode: ScoringMode, out: Path | None) -> Path:

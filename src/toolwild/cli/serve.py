@@ -13,7 +13,14 @@ import typer
 from rich.markup import escape
 
 from toolwild.cli._common import err_console, handled_errors, run_async
-from toolwild.cli.env import BaseUrlOption, CacheOption, EnvArgument, ModelOption, SeedOption
+from toolwild.cli.env import (
+    AllowOutsideIncludesOption,
+    BaseUrlOption,
+    CacheOption,
+    EnvArgument,
+    ModelOption,
+    SeedOption,
+)
 from toolwild.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -60,6 +67,7 @@ def mcp(
         bool,
         typer.Option("--write-through", help="With --ledger: accepted writes change your file (validated, atomic)."),
     ] = False,
+    allow_outside_includes: AllowOutsideIncludesOption = False,
     record: Annotated[
         Path | None, typer.Option(dir_okay=False, help="Append one JSON line per tool call served.")
     ] = None,
@@ -86,7 +94,7 @@ def mcp(
             raise ConfigError("--host, --port and --allow-remote apply to --transport http only")
         bind = host or "127.0.0.1"
         remote_warning = check_host(bind, allow_remote=allow_remote) if kind == "http" else None
-        backend, llm = _environment(env, model, base_url, cache, ledger, write_through)
+        backend, llm = _environment(env, model, base_url, cache, ledger, write_through, allow_outside_includes)
         server = McpEnvironmentServer(
             backend,
             seed=seed,
@@ -127,12 +135,18 @@ def _transport(value: str) -> Literal["stdio", "http"]:
 
 
 def _environment(
-    env: str, model: str, base_url: str | None, cache: Path | None, ledger: Path | None, write_through: bool
+    env: str,
+    model: str,
+    base_url: str | None,
+    cache: Path | None,
+    ledger: Path | None,
+    write_through: bool,
+    allow_outside_includes: bool,
 ) -> tuple[EnvironmentBackend, LLM | None]:
     """The environment exactly as ``toolwild env`` builds it, plus write-through on the user's own ledger."""
     from toolwild.cli.env import open_environment, own_ledger
 
-    books = own_ledger(env, ledger, write_through=write_through)
+    books = own_ledger(env, ledger, write_through=write_through, allow_outside_includes=allow_outside_includes)
     if books is not None:
         return books, None
     return open_environment(env, model, base_url, cache)

@@ -52,7 +52,9 @@ def show(
         if session is not None and session not in sessions:
             known = ", ".join(list(sessions)[:5]) + (", ..." if len(sessions) > 5 else "")
             raise ConfigError(f"{run_dir}: no session {session!r} in this run (sessions: {known})")
-    out = Console(width=min(WIDTH, console.width), highlight=False)
+    # a layout of its own, wrapped at 80 columns even in a log file (unlike the shared console); emoji codes off, as
+    # there: user data such as the account Assets:Bank:Checking holds ":bank:"
+    out = Console(width=min(WIDTH, console.width), highlight=False, emoji=False)
     shown = failures = total = 0
     for verdict in verdicts:
         if session is not None and verdict.session_id != session:
@@ -96,9 +98,12 @@ def _task_record(trajectory: Trajectory | None, index: int) -> TaskTrajectory | 
     return next((t for t in trajectory.tasks if t.task_index == index), None)
 
 
-def _clip(text: str, limit: int = TEXT_LIMIT) -> str:
+def _clip(text: str, limit: int = TEXT_LIMIT, *, quote: bool = False) -> str:
+    """User data as rich markup that prints it as it is: one line, at most ``limit`` characters, quoted with ``repr``
+    when asked, and escaped last (quoting escaped text doubled its backslashes: ``[bold]`` was printed ``\\bold\\``)."""
     text = " ".join(text.split())
-    return escape(text if len(text) <= limit else text[: limit - 1] + "…")
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return escape(repr(text) if quote else text)
 
 
 def _arguments(arguments: Any) -> str:
@@ -143,7 +148,7 @@ def _print_step(out: Console, k: int, step: Step, judged: StepVerdict | None) ->
         for observation in step.observations or []:
             _indented(out, f"[dim]→ {_clip(observation, 160)}[/]")
     elif step.content:
-        out.print(f"[bold]model {k + 1}:[/] says {_clip(step.content)!r}{mark}")
+        out.print(f"[bold]model {k + 1}:[/] says {_clip(step.content, quote=True)}{mark}")
     else:
         out.print(f"[bold]model {k + 1}:[/] (empty reply){mark}")
     if judged is not None and judged.explanation:
@@ -183,4 +188,4 @@ def _print_verdict(out: Console, task: TaskVerdict, outcome: str) -> None:
 
 def _indented(out: Console, markup: str) -> None:
     """A line indented by two columns, its wrapped continuation too (explanations run past 80 columns)."""
-    out.print(Padding(Text.from_markup(markup), (0, 0, 0, 2)))
+    out.print(Padding(Text.from_markup(markup, emoji=False), (0, 0, 0, 2)))

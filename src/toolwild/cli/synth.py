@@ -200,10 +200,12 @@ def envs(
     on one host they share it; on a cluster OUT must be on storage every worker can reach.
     """
     from toolwild.cli._common import run_async
+    from toolwild.run.lock import OutputLock
     from toolwild.synth.envgen import SynthConfig
 
     names = [f.strip() for f in fields.split(",") if f.strip()]
-    with handled_errors():
+    # OUT has one writer: a second run on it (a --resume while this one is alive) is refused naming this one's pid
+    with handled_errors(), OutputLock(out):
         if not names:
             raise ConfigError(f"--fields names no field (got {fields!r}): give a comma-separated list")
         if len(set(names)) != len(names):

@@ -184,22 +184,26 @@ def sessions(
     from toolwild.core.quality import QualityCounter
     from toolwild.eval.validate import Severity, SuiteSummary
     from toolwild.run import LocalExecutor, UnitLog, fingerprint
+    from toolwild.run.lock import OutputLock
     from toolwild.synth.pipeline import SHARD, SessionSpec, SessionWorker, run_sessions, session_key
     from toolwild.synth.sessions import SessionsConfig
 
-    with handled_errors():
+    # OUT and the files beside it (progress log, report, ledger snapshot, perturbed copy) have one writer: a second
+    # run on them (a --resume while this one is alive) is refused naming this one's pid, before it writes anything
+    # set_up takes back what the command made before its run started (a new ledger snapshot) when it is refused
+    with handled_errors(), OutputLock(out), contextlib.ExitStack() as set_up:
         if builder not in ("auto", "graph"):
             raise ConfigError(f"--builder {builder!r}: choose auto or graph")
         if like_published and transitions is not None:
             raise ConfigError("--like-published fixes every session's pattern: leave out --transitions")
         perturb_to = _perturb_target(perturb, perturb_out, out, model)
         refs = _environment_refs(env)
-        ledger_file, ledger_ref = _own_ledger(ledger, refs, builder, out, resume=resume)
+        check_executor(executor)
+        check_encoder(encoder)  # the encoder is loaded after generation: a bad name must not wait for it
+        ledger_file, ledger_ref = _own_ledger(ledger, refs, builder, out, resume=resume, undo=set_up)
         cache_path = cache or out.with_name(out.name + ".cache.sqlite")
         log_path = out.with_name(out.name + ".progress.jsonl")
         out.parent.mkdir(parents=True, exist_ok=True)
-        check_executor(executor)
-        check_encoder(encoder)  # the encoder is loaded after generation: a bad name must not wait for it
         config = SessionsConfig(
             n_sessions=n,
             seed=seed,
@@ -232,14 +236,21 @@ def sessions(
         identity = _identity(refs, config, builder, worker.llms.get("writer"), worker.llms.get("simulator"), verify)
         opener = UnitLog.resume if resume else UnitLog.start
         log = opener(log_path, job="synth-sessions", fingerprint=fingerprint(identity), identity=identity)
+        set_up.close()  # the run has started: its snapshot stays (the one it replaced goes)
         done = log.done_keys()
-        if resume and executor == "local":
-            job.restore(r for r in log.records() if r.key in done)
-        elif resume:  # the workers need the earlier sessions of the blocks they continue (see SessionSpec.restored)
-            open_blocks = {i // SHARD for i in range(n) if session_key(i) not in done}
-            spec.restored = [
-                r.model_dump(mode="json") for r in log.records() if r.key in done and r.order // SHARD in open_blocks
-            ]
+        try:  # a damaged record read back is a DataError: the log is closed (and its lock let go) all the same
+            if resume and executor == "local":
+                job.restore(r for r in log.records() if r.key in done)
+            elif resume:  # the workers need the earlier sessions of the blocks they continue (SessionSpec.restored)
+                open_blocks = {i // SHARD for i in range(n) if session_key(i) not in done}
+                spec.restored = [
+                    r.model_dump(mode="json")
+                    for r in log.records()
+                    if r.key in done and r.order // SHARD in open_blocks
+                ]
+        except BaseException:
+            log.close()
+            raise
 
         async def go():
             bar = progress_bar("[bold]sessions")
@@ -428,11 +439,17 @@ def _write_perturbed(
 
 
 def _own_ledger(
-    ledger: Path | None, refs: list[str], builder: str, out: Path, *, resume: bool
+    ledger: Path | None, refs: list[str], builder: str, out: Path, *, resume: bool, undo: contextlib.ExitStack
 ) -> tuple[str | None, str | None]:
     """Snapshot the user's ledger beside the suite (OUT's name + ``.ledger/``) for ``--ledger``: the sessions are
     made and later evaluated on that copy, so editing your books afterwards never invalidates the suite, and the
-    suite travels with what it needs. Returns (the snapshot's main file, how the sessions name it)."""
+    suite travels with what it needs. Returns (the snapshot's main file, how the sessions name it).
+
+    The snapshot is made before the run's log is opened (the run's identity pins its bytes), so a command refused
+    there (an unfinished run without ``--resume``, nothing to resume) must not keep it: leaving ``undo`` on an
+    exception takes it back and puts back the snapshot it replaced (a killed run's, which its ``--resume`` needs);
+    the caller closes ``undo`` once the run has started, which keeps the new snapshot and deletes the replaced one.
+    """
     if ledger is None:
         return None, None
     import os
@@ -448,6 +465,7 @@ def _own_ledger(
     ledger_backend(ledger)  # a ledger that does not load is named before anything is written
     folder = out.with_name(out.stem + ".ledger")
     fresh = out.with_name(out.stem + ".ledger.new")
+    replaced = out.with_name(out.stem + ".ledger.old")
     shutil.rmtree(fresh, ignore_errors=True)
     main = folder / copy_ledger_tree(ledger, fresh).relative_to(fresh)
     if resume and folder.is_dir():
@@ -459,8 +477,22 @@ def _own_ledger(
             )
         shutil.rmtree(fresh)
     else:
-        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(replaced, ignore_errors=True)
+        had = folder.is_dir()
+        if had:
+            folder.rename(replaced)
         fresh.rename(folder)
+
+        def settle(refused: type[BaseException] | None, *_: object) -> bool:
+            if refused is not None:  # take the new snapshot back, and put back the one it replaced
+                shutil.rmtree(folder, ignore_errors=True)
+                if had:
+                    replaced.rename(folder)
+            else:
+                shutil.rmtree(replaced, ignore_errors=True)
+            return False
+
+        undo.push(settle)
     return str(main.resolve()), os.path.relpath(main.resolve(), out.parent.resolve())
 
 
@@ -489,12 +521,10 @@ def _identity(refs, config, builder, writer, simulator, verify) -> dict:
 async def verify_session(session, provider, *, simulator, base_dir) -> list[dict]:
     """The checks of one session as it is made (module-level: a Ray worker runs it too).
 
-    The graph builder keeps every hidden-intent label borne out by the values, so it is checked; scenario templates
-    label by what their wording refers to, which the value check cannot always see.
+    Every provider's gold is checked alike (``provider`` is kept for the workers' call): grounded identifiers and
+    hidden-intent labels the values bear out. The builders check both as they build, so a finding here is a bug.
     """
     from toolwild.eval.validate import avalidate_session
 
-    problems = await avalidate_session(
-        session, base_dir=Path(base_dir), simulator=simulator, subtypes=provider.name == "graph"
-    )
+    problems = await avalidate_session(session, base_dir=Path(base_dir), simulator=simulator)
     return [{"severity": p.severity.value, "where": p.where, "message": p.message} for p in problems]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,11 +22,12 @@ from toolwild.cli._common import (
     make_llm,
     progress_bar,
 )
+from toolwild.core.files import iter_text_lines
 from toolwild.core.formats.wtb import load_wtb_suite
-from toolwild.core.jsonl import read_jsonl
+from toolwild.core.jsonl import parse_json, read_json_file, read_jsonl
 from toolwild.core.quality import Example, SemanticDiversity, SuiteQuality, TextEncoder, suite_quality
 from toolwild.core.session import Suite
-from toolwild.errors import ConfigError
+from toolwild.errors import ConfigError, DataError
 from toolwild.eval.validate import Severity, replay_skip_reason, summarize_suite, validate_suite
 
 if TYPE_CHECKING:
@@ -44,6 +46,80 @@ def _count_table(title: str, key: str, value: str, counts: Mapping[Any, int]) ->
 
 def _of(part: int, whole: int, share: float | None) -> str:
     return f"{part:,} of {whole:,}" + (f" ({share:.1%})" if share is not None else "")
+
+
+SNIFFED_LINES = 5
+"""Non-blank lines read to tell a file that is clearly not a suite: none of them is a JSON object."""
+_BEANCOUNT = re.compile(
+    r"^(\d{4}-\d{2}-\d{2}\s+(open|close|balance|pad|note|document|price|event|commodity|custom|query|txn|[*!])\b"
+    r'|(option|include|plugin|pushtag|poptag)\s+")'
+)
+"""A line only a Beancount ledger starts with (a dated directive, or an option, include or plugin)."""
+
+
+def not_a_suite(path: Path) -> DataError | None:
+    """One error saying what the file is and what was expected, when it is clearly not a suite; else None.
+
+    Why: every line of a suite is read even after a bad one, so that all problems are listed at once; a file that is
+    not JSON Lines at all (a Beancount ledger, a JSON array, a CSV) then gave an error per line (5,716 for one
+    ledger). A file is clearly not a suite when none of its first :data:`SNIFFED_LINES` non-blank lines is a JSON
+    object; a file that starts like a suite and goes wrong later is checked line by line as before. An empty file
+    is not judged here (validate says it holds no session).
+    """
+    lines: list[tuple[int, str | None]] = []
+    for number, text in iter_text_lines(path):
+        if isinstance(text, DataError):
+            lines.append((number, None))
+        elif not text.strip():
+            continue
+        else:
+            lines.append((number, text))
+            try:
+                if isinstance(parse_json(text), dict):
+                    return None
+            except DataError:
+                pass
+        if len(lines) >= SNIFFED_LINES:
+            break
+    if not lines:
+        return None
+    expected = "expected a suite: JSON Lines (.jsonl), one WildToolBench session object per line"
+    first_line, first = lines[0]
+    suffix = f"a {path.suffix} file: " if path.suffix and path.suffix.lower() not in (".jsonl", ".json") else ""
+    ledger = next(((n, t) for n, t in lines if t is not None and _BEANCOUNT.match(t)), None)
+    if first is None:
+        what = f"line {first_line} is not UTF-8 text (a binary file?)"
+    elif ledger is not None or path.suffix.lower() in (".beancount", ".bean"):
+        n, t = ledger or (first_line, first)
+        what = (
+            f"a Beancount ledger (line {n}: {_excerpt(t or '')}); to evaluate on your own books, make a suite of them: "
+            f"toolwild suite ledger --ledger {path} --out SUITE.jsonl"
+        )
+    elif first.lstrip().startswith(("[", "{")):
+        what = _json_document(path, first_line, first)
+    else:
+        what = f"line {first_line} is not JSON: {_excerpt(first)}"
+    return DataError(f"not a suite: {suffix}{what}; {expected}", file=path)
+
+
+def _excerpt(text: str, limit: int = 60) -> str:
+    text = text.strip()
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def _json_document(path: Path, first_line: int, first: str) -> str:
+    """What a file that starts like JSON but holds no JSON object on a line of its own is."""
+    try:
+        value = read_json_file(path)
+    except DataError:
+        return f"line {first_line} is not a JSON object: {_excerpt(first)}"
+    if isinstance(value, list):
+        return "one JSON array (a suite has no brackets around it: one session object per line)"
+    return "one JSON document spread over several lines (JSON, not JSON Lines)"
+
+
+MAX_PROBLEMS = 20
+"""Problems printed by default; the count of the rest and the totals follow (``--max-problems 0`` prints all)."""
 
 
 NO_ENCODER = "none"
@@ -151,6 +227,15 @@ def quality_table(quality: SuiteQuality) -> Table:
         table.add_row("  encoder", escape(semantic.encoder))
     for row in rows[2:]:
         table.add_row(*row)
+    grounding = quality.grounding
+    table.add_row(
+        "tool tasks with an ungrounded identifier",
+        _of(
+            grounding.tasks,
+            grounding.tool_tasks,
+            grounding.tasks / grounding.tool_tasks if grounding.tool_tasks else None,
+        ),
+    )
     ambiguity = quality.ambiguity
     table.add_row("ambiguous references (checker)", f"{ambiguity.findings:,} in {ambiguity.tasks:,} task(s)")
     if ambiguity.generation_drops is not None:
@@ -170,6 +255,7 @@ def quality_examples(quality: SuiteQuality) -> Table | None:
     kinds: list[tuple[str, list[Example]]] = [
         ("answer", quality.answers.failures),
         ("ambiguous", quality.ambiguity.examples),
+        ("ungrounded", quality.grounding.examples),
         ("copied span", quality.copied_description_spans.examples),
     ]
     pairs = quality.semantic.examples if quality.semantic is not None else []
@@ -243,6 +329,14 @@ def validate(
             'than one earlier value answers ("the same units" when 3 were asked for and 19 came back).',
         ),
     ] = False,
+    grounding: Annotated[
+        bool,
+        typer.Option(
+            "--grounding/--no-grounding",
+            help="Check that every identifier a gold call passes (an account name, an id) is reachable by the agent: "
+            "in the user's words, the context, a tool schema's values or an earlier observation (errors).",
+        ),
+    ] = False,
     quality: Annotated[
         bool,
         typer.Option(
@@ -281,6 +375,12 @@ def validate(
             rich_help_panel="Perturbation",
         ),
     ] = None,
+    max_problems: Annotated[
+        int,
+        typer.Option(
+            min=0, metavar="N", help="Problems listed (errors first); the totals count every one. 0: list all."
+        ),
+    ] = MAX_PROBLEMS,
 ) -> None:
     """Check a suite: counts, type/subtype distribution, malformed records and gold-DAG problems.
 
@@ -293,6 +393,8 @@ def validate(
             raise ConfigError("--encoder measures the semantic diversity of --quality: give --quality too")
         if quality:
             check_encoder(encoder)
+        if (wrong_file := not_a_suite(suite_path)) is not None:
+            raise wrong_file
         suite, report = load_wtb_suite(suite_path, skip_invalid=True)
         if perturb is not None:
             perturbed = perturbed_copy(suite, suite_path, perturb, perturb_seed, perturb_model, base_url, cache)
@@ -311,6 +413,7 @@ def validate(
             base_dir=suite_path.parent,
             simulator=simulator,
             subtypes=subtypes,
+            grounding=grounding,
         )
         figures = None
         if quality:
@@ -349,19 +452,30 @@ def validate(
             console.print(examples)
 
     errors = report.skipped_count + sum(p.severity is Severity.ERROR for p in problems)
-    if report.skipped or problems:
-        table = Table(title="Problems", title_justify="left")
+    warnings = sum(p.severity is Severity.WARNING for p in problems)
+    rows = [("error", _where(exc), exc.message) for exc in report.skipped]
+    rows += [(p.severity.value, p.where, p.message) for p in problems]
+    rows.sort(key=lambda row: row[0] != "error")  # stable: errors first, each kind in file order
+    if rows:
+        shown = rows if max_problems == 0 else rows[:max_problems]
+        title = "Problems" if len(shown) == len(rows) else f"Problems (the first {len(shown)} of {len(rows):,})"
+        table = Table(title=title, title_justify="left")
         table.add_column("severity")
         table.add_column("where")
         table.add_column("problem")
-        for exc in report.skipped:
-            where = f"line {exc.line}" + (f", field {exc.field}" if exc.field else "")
-            table.add_row("[red]error[/]", escape(where), escape(exc.message))
-        for p in problems:
-            style = "red" if p.severity is Severity.ERROR else "yellow"
-            table.add_row(f"[{style}]{p.severity.value}[/]", escape(p.where), escape(p.message))
+        for severity, where, message in shown:
+            style = "red" if severity == "error" else "yellow"
+            table.add_row(f"[{style}]{severity}[/]", escape(where), escape(message))
         console.print(table)
+        if len(shown) < len(rows):
+            console.print(f"… and {len(rows) - len(shown):,} more (--max-problems 0 lists every one)")
     if errors:
-        console.print(f"[red]{errors} error(s)[/]")
+        also = f", {warnings:,} warning(s)" if warnings else ""
+        console.print(f"[red]{errors:,} error(s)[/]{also}")
         raise typer.Exit(1)
-    console.print("[green]suite is valid[/]")
+    console.print("[green]suite is valid[/]" + (f" ({warnings:,} warning(s))" if warnings else ""))
+
+
+def _where(exc: DataError) -> str:
+    """A skipped record's place: its line, and field when known (the file is the table's title)."""
+    return f"line {exc.line}" + (f", field {exc.field}" if exc.field else "")

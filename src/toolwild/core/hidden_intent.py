@@ -20,22 +20,31 @@ appears in a task at least two positions back and neither in task i-1 nor in the
 
 from __future__ import annotations
 
+import calendar
 import json
 import re
 from dataclasses import dataclass
+from datetime import date, timedelta
 from typing import Any
 
 from toolwild.core.session import Session
 from toolwild.core.task import NodeKind, Task, TurnSubtype
 
 __all__ = [
+    "ROOT_NOUNS",
+    "ROOT_VERBS",
     "SubtypeFinding",
     "ancestors",
+    "carries_request",
     "check_subtypes",
+    "context_day",
+    "day_phrases",
     "mentions",
     "needed_values",
     "scalar_values",
     "shown_text",
+    "spoken_names",
+    "states",
     "task_text",
 ]
 
@@ -95,7 +104,138 @@ def mentions(text: str, value: Any) -> bool:
     """Whether ``text`` contains ``value`` as a whole token (so 25 is not found inside 2024-07-25 or O-1025)."""
     low = text.lower()
     for spelling in _spellings(value):
-        if spelling and re.search(rf"(?<![\w.\-/:]){re.escape(spelling)}(?![\w\-/:]|\.\d)", low):
+        if spelling and re.search(rf"(?<![\w.\-/:]){re.escape(spelling)}(?![\w\-/]|:\w|\.\d)", low):
+            return True
+    return False
+
+
+_HIERARCHICAL = re.compile(r"(?<![\w:])[A-Za-z][\w-]*(?::[A-Za-z0-9][\w-]*)+")
+"""A hierarchical name as a context lists it (``Assets:Bank:Checking``; not a clock time, not "Date: ...")."""
+
+
+def _humanize(part: str) -> str:
+    """``CreditCard`` -> ``credit card``, ``Opening-Balances`` -> ``opening balances``."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", part).replace("_", " ").replace("-", " ")
+    return " ".join(spaced.lower().split())
+
+
+def spoken_names(name: str) -> set[str]:
+    """How a person says a hierarchical name: its last part in words ("checking", "credit card"), or its last two
+    parts ("chase slate") where the last alone is not distinctive."""
+    parts = name.split(":")
+    out = {_humanize(parts[-1])}
+    if len(parts) >= 2:
+        out.add(_humanize(" ".join(parts[-2:])))
+    return {n for n in out if n}
+
+
+ROOT_NOUNS: dict[str, tuple[str, ...]] = {
+    "category": ("Expenses", "Income"),
+    "card": ("Liabilities",),
+    "bank account": ("Assets",),
+}
+"""How people name the top of a chart of accounts (Beancount's roots): "categories" are Expenses (or Income)
+accounts, "the card" a Liabilities one, "bank accounts" Assets ones. ("Account" alone names nothing: Beancount
+calls every one of them an account.) The words "which categories do I have" state the root ``Expenses``;
+"that category" narrows a reference to names under it (:func:`toolwild.core.references.kind_roots`)."""
+
+
+ROOT_VERBS: dict[str, tuple[str, ...]] = {"owe": ("Liabilities",)}
+"""Verbs that say which root a pointed-at account is under: what one "owes" on is a Liabilities account."""
+
+
+def _names_in(context: str) -> set[str]:
+    """The hierarchical names a context lists, and their parents (``Expenses:Food`` of ``Expenses:Food:Groceries``)."""
+    out: set[str] = set()
+    for name in _HIERARCHICAL.findall(context):
+        parts = name.split(":")
+        out |= {":".join(parts[:k]) for k in range(2, len(parts) + 1)}
+    return out
+
+
+def _roots_in(context: str) -> set[str]:
+    return {name.split(":", 1)[0] for name in _HIERARCHICAL.findall(context)}
+
+
+def _says(text: str, words: str) -> bool:
+    """``words`` as a whole phrase of ``text``, in the singular or the plural ("restaurants" says "Restaurant",
+    "groceries" says "Groceries")."""
+    stem = words[:-3] + "y" if words.endswith("ies") else words.removesuffix("s")
+    forms = {words, stem, stem + "s", stem[:-1] + "ies" if stem.endswith("y") else stem + "es"}
+    return any(re.search(rf"(?<![\w-]){re.escape(f)}(?![\w-])", text) for f in forms if f)
+
+
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _day(value: Any) -> date | None:
+    if isinstance(value, str) and _ISO_DAY.fullmatch(value.strip()):
+        try:
+            return date.fromisoformat(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def day_phrases(day: date, today: date) -> list[str]:
+    """How a person names ``day`` when today is ``today``: "March 22", "the end of March", "today", "yesterday",
+    "last month" (its first or last day), "this month", "this year" (January 1)."""
+    month = calendar.month_name[day.month].lower()
+    out = [f"{month} {day.day}", f"{day.day} {month}"]
+    if day == today:
+        out += ["today", "now", "so far"]
+    if day == today - timedelta(days=1):
+        out.append("yesterday")
+    month_end = (day + timedelta(days=1)).day == 1
+    if day.day == 1 or month_end:
+        out += [month] if day.year == today.year or (today - day).days < 300 else [f"{month} {day.year}"]
+        out.append(f"end of {month}" if month_end else f"start of {month}")
+    this_month = today.replace(day=1)
+    last_end = this_month - timedelta(days=1)
+    before_end = last_end.replace(day=1) - timedelta(days=1)
+    if day == this_month:
+        out.append("this month")
+    if day in (last_end.replace(day=1), last_end):
+        out.append("last month")
+    if day in (before_end.replace(day=1), before_end):
+        out.append("month before last")
+    if day == date(today.year, 1, 1):
+        out += ["this year", "since january"]
+    return out
+
+
+def context_day(context: str) -> date | None:
+    """The session's "today": the first ISO date of its context line (``2024-07-11 22:11:58 Thursday``)."""
+    found = _ISO_DAY.search(context)
+    return _day(found.group(0)) if found else None
+
+
+def states(text: str, value: Any, context: str = "") -> bool:
+    """Whether ``text`` states ``value``: it contains it (:func:`mentions`); or ``value`` is a date the words name
+    relative to the context's day (:func:`day_phrases`: "today's receipt" states today, "last month" its first and
+    last day); or ``value`` is a hierarchical name the session's ``context`` lists (an account of the chart the
+    system message shows) and the text says it the way people do, by its last part ("my checking balance" states
+    ``Assets:Bank:Checking``), where no other name of the context is said that way. So a reference is believed
+    only where the words leave it open."""
+    if mentions(text, value):
+        return True
+    if not isinstance(value, str) or not context:
+        return False
+    day, today = _day(value), context_day(context)
+    if day is not None:
+        low = text.lower()
+        return today is not None and any(_says(low, p) for p in day_phrases(day, today))
+    low = text.lower()
+    if value in _roots_in(context):  # a root, by the plural of its kind ("my spending categories": Expenses)
+        plurals = [
+            n[:-1] + "ies" if n.endswith("y") else n + "s" for n, roots in ROOT_NOUNS.items() if roots[0] == value
+        ]
+        return any(re.search(rf"(?<![\w-]){p}(?![\w-])", low) for p in plurals)
+    names = _names_in(context)
+    if value not in names:
+        return False
+    for spoken in spoken_names(value):
+        if _says(low, spoken) and not any(spoken in spoken_names(o) for o in names if o != value):
             return True
     return False
 
@@ -116,11 +256,14 @@ def shown_text(task: Task) -> str:
     return "\n".join(parts)
 
 
-def needed_values(task: Task, earlier: list[Task] | None = None, named: list[list[Any]] | None = None) -> list[Any]:
+def needed_values(
+    task: Task, earlier: list[Task] | None = None, named: list[list[Any]] | None = None, *, context: str = ""
+) -> list[Any]:
     """Values a task needs from the conversation before it (see the module docstring).
 
     ``named``: per earlier task, values its user named in passing (a generator's note, used only where that
-    task's words really contain them); a chat task may need those too.
+    task's words really contain them); a chat task may need those too. ``context``: the session's context line
+    (:attr:`Session.env_info`): a name it lists that the task's words say (:func:`states`) is not needed.
     """
     own = task_text(task)
     calls = task.call_nodes
@@ -130,7 +273,9 @@ def needed_values(task: Task, earlier: list[Task] | None = None, named: list[lis
         pool += [v for t in earlier or [] for n in t.call_nodes for v in scalar_values(n.observation)]
         for t, values in zip(earlier or [], named or [], strict=False):
             pool += [v for v in scalar_values(values) if mentions(task_text(t), v)]
-        out = [v for v in pool if any(mentions(a, v) for a in answers) and not mentions(own, v)]
+        # a name of the context an earlier user said ("my checking account" says Assets:Bank:Checking)
+        pool += [n for t in earlier or [] for n in sorted(_names_in(context)) if states(task_text(t), n, context)]
+        out = [v for v in pool if any(states(a, v, context) for a in answers) and not states(own, v, context)]
         return list(dict.fromkeys(out))
     out: list[Any] = []
     for node in calls:
@@ -140,7 +285,7 @@ def needed_values(task: Task, earlier: list[Task] | None = None, named: list[lis
             if task.gold[a].kind is NodeKind.CALL
         )
         for value in scalar_values(node.action.arguments):
-            if not mentions(own, value) and not mentions(seen, value) and value not in out:
+            if not states(own, value, context) and not mentions(seen, value) and value not in out:
                 out.append(value)
     return out
 
@@ -157,6 +302,30 @@ def ancestors(task: Task, idx: int) -> set[int]:
     return out
 
 
+CARRY_OVER = ("and ", "what about ", "how about ", "now ")
+"""How a fragment that leaves its request out starts ("And Beijing?", "What about the credit card?"): eight words
+at most, so "and" opens a fragment, not a new request."""
+SAME_REQUEST = ("same question for ", "same for ", "same again")
+"""How a longer turn says it repeats the previous request ("Same question for utilities, and add ...")."""
+
+
+def carries_request(task: Task, earlier: list[Task]) -> bool:
+    """Whether a task leaves out *what* to do and takes it from the turn before: its words are a fragment
+    (:data:`CARRY_OVER`) or say so (:data:`SAME_REQUEST`), and the previous task called every tool its gold
+    calls.
+
+    Why: "What about the credit card?" after a balance question is Partial Information by the published
+    definition (the user gives part of the request, the conversation the rest), yet it needs no earlier *value*:
+    the request itself is what carries over, and the tools show it.
+    """
+    words = task.utterance.strip().lower()
+    fragment = words.startswith(CARRY_OVER) and len(words.split()) <= 8
+    if not earlier or not task.call_nodes or not (fragment or words.startswith(SAME_REQUEST)):
+        return False
+    before = {n.name for n in earlier[-1].call_nodes}
+    return all(n.name in before for n in task.call_nodes)
+
+
 def check_subtypes(session: Session) -> list[SubtypeFinding]:
     """Every task whose hidden-intent label its values do not bear out (empty when all labels hold)."""
     findings: list[SubtypeFinding] = []
@@ -170,14 +339,16 @@ def check_subtypes(session: Session) -> list[SubtypeFinding]:
             findings.append(SubtypeFinding(i, task.subtype, "only the first task can be First Turn"))
             continue
         named = session.extra.get("mentioned_values")
-        needed = needed_values(task, session.tasks[:i], named if isinstance(named, list) else None)
-        where = {repr(v): [j for j in range(i) if mentions(shown[j], v)] for v in needed}
+        needed = needed_values(
+            task, session.tasks[:i], named if isinstance(named, list) else None, context=session.env_info
+        )
+        where = {repr(v): [j for j in range(i) if states(shown[j], v, session.env_info)] for v in needed}
         if task.subtype is TurnSubtype.COREFERENTIAL:
             ok = any(i - 1 in found for found in where.values())
             want = "a value the previous task showed"
         elif task.subtype is TurnSubtype.PARTIAL:
-            ok = any(where.values())
-            want = "a value an earlier task showed"
+            ok = any(where.values()) or carries_request(task, session.tasks[:i])
+            want = "a value an earlier task showed, or the previous request carried over by a fragment"
         else:
             ok = any(found and max(found) <= i - 2 for found in where.values())
             want = "a value shown two or more tasks back and not in the previous task"

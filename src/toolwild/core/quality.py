@@ -41,6 +41,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolwild.core.answers import answer_problems
+from toolwild.core.grounding import ungrounded_identifiers
 from toolwild.core.hidden_intent import check_subtypes
 from toolwild.core.overlap import copied_description_spans
 from toolwild.core.references import AMBIGUOUS_REFERENCE, ambiguous_references
@@ -138,6 +139,20 @@ class AmbiguityQuality(BaseModel):
     examples: list[Example] = Field(default_factory=list)
 
 
+class GroundingQuality(BaseModel):
+    """Gold identifiers the agent was never shown (:func:`toolwild.core.grounding.ungrounded_identifiers`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool_tasks: int = 0
+    """Tasks with at least one gold call."""
+    tasks: int = 0
+    """Tool tasks with at least one ungrounded identifier."""
+    identifiers: int = 0
+    """Ungrounded gold argument values, in all."""
+    examples: list[Example] = Field(default_factory=list)
+
+
 class CopiedSpanQuality(BaseModel):
     """User turns that repeat 6+ words of a tool description of their session."""
 
@@ -228,6 +243,7 @@ class SuiteQuality(BaseModel):
     distinct_3: DistinctCount = Field(default_factory=DistinctCount)
     answers: AnswerQuality = Field(default_factory=AnswerQuality)
     ambiguity: AmbiguityQuality = Field(default_factory=AmbiguityQuality)
+    grounding: GroundingQuality = Field(default_factory=GroundingQuality)
     copied_description_spans: CopiedSpanQuality = Field(default_factory=CopiedSpanQuality)
     subtypes: dict[str, SubtypeBacking] = Field(default_factory=dict)
     """Per subtype label (the published names), in :class:`~toolwild.core.task.TurnSubtype` order."""
@@ -431,6 +447,7 @@ class QualityCounter:
         self._distinct_ngrams: dict[int, set[bytes]] = {2: set(), 3: set()}
         self._answers = AnswerQuality()
         self._ambiguity = AmbiguityQuality()
+        self._grounding = GroundingQuality()
         self._spans = CopiedSpanQuality()
         self._labels: Counter[str] = Counter()
         self._backed: Counter[str] = Counter()
@@ -449,6 +466,7 @@ class QualityCounter:
             earlier += _call_results(task)
         self._add_subtypes(session)
         self._add_ambiguity(session)
+        self._add_grounding(session)
 
     def _add_turns(self, session: Session, index: int, task: Task) -> None:
         for turn in user_turns(task):
@@ -494,6 +512,17 @@ class QualityCounter:
             if i not in flagged:
                 self._backed[label] += 1
 
+    def _add_grounding(self, session: Session) -> None:
+        findings = ungrounded_identifiers(session)
+        self._grounding.tool_tasks += sum(1 for t in session.tasks if t.call_nodes)
+        self._grounding.tasks += len({f.task_index for f in findings})
+        self._grounding.identifiers += len(findings)
+        for f in findings:
+            if len(self._grounding.examples) >= MAX_EXAMPLES:
+                break
+            text = _short(session.tasks[f.task_index].utterance)
+            self._grounding.examples.append(Example(session=session.id, task=f.task_index, text=text, why=[f.message]))
+
     def _add_ambiguity(self, session: Session) -> None:
         findings = ambiguous_references(session)
         self._ambiguity.findings += len(findings)
@@ -521,6 +550,7 @@ class QualityCounter:
             distinct_3=self._distinct(self._ngrams[3], self._distinct_ngrams[3]),
             answers=answers,
             ambiguity=ambiguity,
+            grounding=self._grounding.model_copy(deep=True),
             copied_description_spans=self._spans.model_copy(deep=True),
             subtypes={
                 label: SubtypeBacking(labels=self._labels[label], value_backed=self._backed[label])

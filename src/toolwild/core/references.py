@@ -23,7 +23,16 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
 from toolwild.core.answers import decoded, observation_result
-from toolwild.core.hidden_intent import SubtypeFinding, mentions, needed_values, shown_text, task_text
+from toolwild.core.hidden_intent import (
+    ROOT_NOUNS,
+    ROOT_VERBS,
+    SubtypeFinding,
+    carries_request,
+    needed_values,
+    shown_text,
+    states,
+    task_text,
+)
 from toolwild.core.session import Session
 from toolwild.core.task import NodeKind, Task, TurnSubtype
 from toolwild.core.tool import Tool
@@ -32,6 +41,7 @@ __all__ = [
     "AMBIGUOUS_REFERENCE",
     "ARG_MARKERS",
     "FIRST_MARKERS",
+    "KEY_WORDS",
     "RESULT_MARKERS",
     "Candidate",
     "Pointer",
@@ -41,6 +51,8 @@ __all__ = [
     "channels_named",
     "humanize",
     "key_matches",
+    "key_words",
+    "kind_roots",
     "leaves",
     "resolve",
     "result_key",
@@ -56,8 +68,33 @@ ARG_MARKERS = ("i asked for", "i gave", "i wanted", "i said", "same again")
 request, so it means the request's arguments, never what came back."""
 RESULT_MARKERS = ("came back with", "you got back", "it returned", "it reported")
 """Phrases that point at what a call gave back (its result)."""
-FIRST_MARKERS = ("my first request", "the first thing i asked")
+FIRST_MARKERS = ("my first request", "my first question", "the first thing i asked")
 """Phrases that point a long-range reference at the first task only."""
+
+
+KEY_WORDS: dict[str, tuple[str, ...]] = {"paid": ("payment",), "charged": ("payment",)}
+"""Verbs that name the parameter a value stood under: "the account I paid that with" is a payment account."""
+
+
+def kind_roots(text: str) -> set[str]:
+    """The roots the reference nouns of ``text`` narrow to ("that category" -> Expenses, Income; see
+    :data:`toolwild.core.hidden_intent.ROOT_NOUNS`). Only a pointing noun phrase counts ("that category", "the
+    card"), never one that names its thing ("my Slate card")."""
+    low = text.lower()
+    out: set[str] = set()
+    for noun, roots in ROOT_NOUNS.items():
+        if re.search(rf"\b(?:that|this|the|same)\s+(?:right\s+|wrong\s+|same\s+)?{noun}\b", low):
+            out |= set(roots)
+    for verb, roots in ROOT_VERBS.items():
+        if re.search(rf"\b{verb}\b", low):
+            out |= set(roots)
+    return out
+
+
+def key_words(text: str) -> set[str]:
+    """The parameter words the verbs of ``text`` name ("I paid that with" -> ``payment``; :data:`KEY_WORDS`)."""
+    low = text.lower()
+    return {w for verb, words in KEY_WORDS.items() if re.search(rf"\b{verb}\b", low) for w in words}
 
 
 @dataclass(frozen=True)
@@ -173,7 +210,8 @@ def candidates(task: Task, index: int, tools: dict[str, Tool]) -> list[Candidate
     keys: set[str] = set()
     for node in task.call_nodes:
         tool = tools.get(node.name)
-        for key, value, record in _walk(node.action.arguments, "", (index, node.idx, "arg")):
+        # a call's arguments hold its result's record: a value the words state in one singles out the other
+        for key, value, record in _walk(node.action.arguments, "", (index, node.idx)):
             out.append(Candidate(index, node.name, "arg", key, value, record))
             keys.add(key)
         result = decoded(observation_result(decoded(node.observation)))
@@ -198,9 +236,14 @@ def _related(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     return a[:n] == b[:n]
 
 
-def anchors(pool: Sequence[Candidate], text: str, exclude: Any) -> list[Candidate]:
-    """The candidates whose value the words state (other than ``exclude``): the records the words single out."""
-    return [c for c in pool if not same_value(c.value, exclude) and len(str(c.value)) >= 3 and mentions(text, c.value)]
+def anchors(pool: Sequence[Candidate], text: str, exclude: Any, context: str = "") -> list[Candidate]:
+    """The candidates whose value the words state (other than ``exclude``; by the session's ``context`` too:
+    "restaurants" states ``Expenses:Food:Restaurants``): the records the words single out."""
+    return [
+        c
+        for c in pool
+        if not same_value(c.value, exclude) and len(str(c.value)) >= 3 and states(text, c.value, context)
+    ]
 
 
 def channels_named(text: str) -> set[str]:
@@ -221,10 +264,13 @@ def resolve(
     channels: Set[str] = frozenset(),
     tools: Set[str] = frozenset(),
     anchored: Sequence[Candidate] = (),
+    roots: Set[str] = frozenset(),
+    keys: Set[str] = frozenset(),
 ) -> list[Any]:
     """The distinct values a reference by ``names`` can mean among ``pool``, narrowed to the calls of ``tools``, to
-    the records of the ``anchored`` values the words state ("the one on March 22"), and to one channel, when the
-    wording names them (a narrowing that would leave nothing is not applied: the wording names something else)."""
+    the records of the ``anchored`` values the words state ("the one on March 22"), to the names under the
+    ``roots`` the words' nouns name (:func:`kind_roots`: "that category"), and to one channel, when the wording
+    names them (a narrowing that would leave nothing is not applied: the wording names something else)."""
     names = list(names)
     found = [c for c in pool if any(key_matches(c.key, n) for n in names)]
     by_tool = [c for c in found if c.tool in tools]
@@ -233,6 +279,12 @@ def resolve(
     by_record = [c for c in found if any(_related(c.record, a.record) for a in anchored)]
     if by_record:
         found = by_record
+    by_kind = [c for c in found if isinstance(c.value, str) and c.value.split(":", 1)[0] in roots]
+    if by_kind:
+        found = by_kind
+    by_key = [c for c in found if any(w in c.key.lower() for w in keys)]
+    if by_key:
+        found = by_key
     if len(channels) == 1:
         by_channel = [c for c in found if c.channel in channels]
         if by_channel:
@@ -243,17 +295,19 @@ def resolve(
     return list(seen.values())
 
 
-def span_of(position: int, subtype: TurnSubtype, text: str, value: Any, shown: Sequence[str]) -> list[int]:
-    """The earlier tasks a reference at ``position`` points at, by its label and its words: the previous task
-    (coreferential), the latest task showing the value (partial), the first task when the words say so, else every
-    task two or more back (long-range)."""
+def span_of(
+    position: int, subtype: TurnSubtype, text: str, value: Any, shown: Sequence[str], context: str = ""
+) -> list[int]:
+    """The earlier tasks a reference at ``position`` points at, by its words and its label: the first task when the
+    words say so ("my first question", whatever the label), the previous task (coreferential), the latest task
+    showing the value (partial), else every task two or more back (long-range)."""
+    if any(m in text.lower() for m in FIRST_MARKERS):
+        return [0]
     if subtype is TurnSubtype.COREFERENTIAL:
         return [position - 1]
     if subtype is TurnSubtype.PARTIAL:
-        latest = [j for j in range(position) if mentions(shown[j], value)]
+        latest = [j for j in range(position) if states(shown[j], value, context)]
         return latest[-1:]
-    if any(m in text.lower() for m in FIRST_MARKERS):
-        return [0]
     return list(range(max(0, position - 1)))
 
 
@@ -263,9 +317,10 @@ def _params_of(task: Task, value: Any) -> set[str]:
     }
 
 
-def _fed_findings(i: int, task: Task, tools: dict[str, Tool]) -> list[SubtypeFinding]:
+def _fed_findings(i: int, task: Task, tools: dict[str, Tool], context: str = "") -> list[SubtypeFinding]:
     """Calls of one task that take a value from the result of a call they depend on ("the item from the first step")
-    when that result holds more than one value under that name."""
+    when that result holds more than one value under that name (a value the words state, by the session's
+    ``context`` too, is taken from the words, not from the result)."""
     own = task_text(task)
     out = []
     for node in task.call_nodes:
@@ -281,10 +336,10 @@ def _fed_findings(i: int, task: Task, tools: dict[str, Tool]) -> list[SubtypeFin
             )
         ]
         for param, value in leaves(node.action.arguments, ""):
-            if mentions(own, value) or not any(same_value(c.value, value) for c in pool):
+            if states(own, value, context) or not any(same_value(c.value, value) for c in pool):
                 continue
             names = {param} | {c.key for c in pool if same_value(c.value, value)}
-            found = resolve(pool, names, anchored=anchors(pool, own, value))
+            found = resolve(pool, names, anchored=anchors(pool, own, value), roots=kind_roots(own))
             taken = [v for n in task.call_nodes for k, v in leaves(n.action.arguments, "") if key_matches(k, param)]
             if all(any(same_value(f, t) for t in taken) for f in found):
                 continue  # one call per value ("move both to travel"): every value is meant, none is guessed
@@ -299,6 +354,23 @@ def _fed_findings(i: int, task: Task, tools: dict[str, Tool]) -> list[SubtypeFin
                         kind="ambiguous",
                     )
                 )
+    return out
+
+
+def _carried(task: Task, earlier: list[Task]) -> list[Any]:
+    """The argument values a fragment carries over from the previous request: for each of its calls, the values
+    the previous task's call of the same tool passed under the same parameter (a fragment that leaves out its
+    request means that request, so those arguments have one reading)."""
+    if not carries_request(task, earlier):
+        return []
+    out: list[Any] = []
+    for node in task.call_nodes:
+        for before in earlier[-1].call_nodes:
+            if before.name != node.name:
+                continue
+            for param, value in node.action.arguments.items():
+                if same_value(before.action.arguments.get(param, object()), value):
+                    out.append(value)
     return out
 
 
@@ -319,24 +391,43 @@ def ambiguous_references(session: Session) -> list[SubtypeFinding]:
     named = session.extra.get("mentioned_values")
     findings: list[SubtypeFinding] = []
     for i, task in enumerate(session.tasks):
-        findings += _fed_findings(i, task, tools)
+        findings += _fed_findings(i, task, tools, session.env_info)
         if i == 0 or task.subtype is TurnSubtype.FIRST:
             continue
         text = task_text(task)
         low = text.lower()
+        answers = [str(n.observation) for n in task.gold if n.kind is NodeKind.ANSWER]
         # a reference names a call as "the restock"; the task's own verbs ("restock ...") name no earlier call
         named_tools = {
             name for name in tools if humanize(name) and re.search(rf"\bthe {re.escape(humanize(name))}\b", low)
         }
         channels = channels_named(text)
-        needed = needed_values(task, session.tasks[:i], named if isinstance(named, list) else None)
+        needed = needed_values(
+            task, session.tasks[:i], named if isinstance(named, list) else None, context=session.env_info
+        )
+        carried = _carried(task, session.tasks[:i])
         for value in needed:
-            span = span_of(i, task.subtype, text, value, shown)
+            if value in carried:
+                continue  # "same question for X": the previous request's own argument, one value
+            span = span_of(i, task.subtype, text, value, shown, session.env_info)
             pool = [c for j in span for c in candidates(session.tasks[j], j, tools)]
             names = _params_of(task, value) | {c.key for c in pool if same_value(c.value, value)}
             if not names:
                 continue
-            found = resolve(pool, names, channels=channels, tools=named_tools, anchored=anchors(pool, text, value))
+            found = resolve(
+                pool,
+                names,
+                channels=channels,
+                tools=named_tools,
+                anchored=anchors(pool, text, value, session.env_info),
+                roots=kind_roots(text),
+                keys=key_words(text),
+            )
+            if not task.call_nodes and all(any(states(a, v, session.env_info) for a in answers) for v in found):
+                continue  # a chat answer that speaks of every candidate picks none of them
+            taken = [v for n in task.call_nodes for k, v in leaves(n.action.arguments, "") if k in names]
+            if len(found) > 1 and all(any(same_value(f, t) for t in taken) for f in found):
+                continue  # one call per value ("and both for March?"): every value is meant, none is guessed
             where = "task " + ", ".join(str(j) for j in span)
             label = "/".join(sorted(names))
             options = ", ".join(repr(v) for v in found[:6])

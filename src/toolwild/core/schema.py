@@ -13,6 +13,7 @@ validation, without touching the tool's own (published) schema.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -30,6 +31,7 @@ __all__ = [
     "published_types",
     "schema_defect",
     "schema_errors",
+    "undeclared_required",
 ]
 
 _TYPE_ALIASES = {"float": "number", "double": "number", "int": "integer", "bool": "boolean", "str": "string"}
@@ -169,6 +171,98 @@ def schema_defect(schema: Any, *, object_type: bool = True) -> str | None:
     except RecursionError:
         return "schema nested too deeply to check"
     return _unresolvable_ref(mapped)
+
+
+_SAME_OBJECT = ("allOf", "then", "else")
+"""Subschemas every value of their parent must also satisfy: a ``required`` in them is an obligation, and may name
+a property the parent (or a sibling branch) declares."""
+_ALTERNATIVES = ("anyOf", "oneOf", "not", "if")
+"""Subschemas that apply only sometimes (one alternative of several, a negation, a condition): a ``required`` in
+them need not be satisfiable (``"not": {"required": ["legacy"]}`` forbids an undeclared name), so it is not
+reported."""
+_CHILD_ONE = ("items", "additionalProperties", "contains", "unevaluatedProperties", "unevaluatedItems")
+_CHILD_MAPS = ("properties", "patternProperties", "$defs", "definitions")
+
+
+def _declared_names(node: dict[str, Any]) -> set[str]:
+    """The property names an object schema declares itself or through its ``allOf``/``anyOf``/``oneOf`` branches
+    (a common idiom: properties at the top, alternative ``required`` lists in the branches, or the reverse)."""
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        props = current.get("properties")
+        if isinstance(props, dict):
+            names.update(k for k in props if isinstance(k, str))
+        for key in ("allOf", "anyOf", "oneOf"):
+            branches = current.get(key)
+            if isinstance(branches, list):
+                stack.extend(b for b in branches if isinstance(b, dict))
+    return names
+
+
+def _may_declare_elsewhere(node: dict[str, Any], name: str) -> bool:
+    """True when ``name`` may be declared where this check does not look, so it is not reported: a ``$ref`` (its
+    target may declare it), a ``patternProperties`` pattern that matches it, or ``additionalProperties`` given as
+    anything but ``false`` (the author explicitly allows undeclared names)."""
+    if "$ref" in node or "$dynamicRef" in node:
+        return True
+    extra = node.get("additionalProperties")
+    if extra is not None and extra is not False:
+        return True
+    patterns = node.get("patternProperties")
+    if isinstance(patterns, dict):
+        for pattern in patterns:
+            try:
+                if re.search(pattern, name):
+                    return True
+            except (re.error, TypeError):  # a pattern Python cannot read: assume it matches
+                return True
+    return False
+
+
+def undeclared_required(schema: Any) -> tuple[str, str] | None:
+    """The first name an object schema lists in ``required`` without declaring it, as ``(path, name)`` with the
+    path of the ``required`` entry (``required[1]``, ``properties.address.required[0]``); None when there is none.
+
+    Why a defect although JSON Schema allows it: an agent builds its arguments from ``properties``, so it never
+    learns the name, and every call it makes is refused for lacking it (WildToolBench's ``createMod`` requires
+    ``game_id`` after its property was renamed ``mod_id``). Reported only when certain: a name a ``$ref``, a
+    ``patternProperties`` pattern, an explicit ``additionalProperties`` or a schema of the same object
+    (``allOf``/``anyOf``/``oneOf`` branches) may declare is left alone, and so is a ``required`` that applies only
+    sometimes (see :data:`_ALTERNATIVES`).
+    """
+    if not isinstance(schema, dict):
+        return None
+    # (node, path, names declared by enclosing schemas of the same object, whether its `required` is an obligation)
+    stack: list[tuple[Any, str, frozenset[str], bool]] = [(schema, "", frozenset(), True)]
+    while stack:
+        node, path, inherited, obliged = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, f"{path}[{i}]", inherited, obliged) for i, item in reversed(list(enumerate(node))))
+            continue
+        if not isinstance(node, dict):
+            continue
+        declared = inherited | _declared_names(node)
+        required = node.get("required")
+        if obliged and isinstance(required, list):
+            for i, name in enumerate(required):
+                if isinstance(name, str) and name not in declared and not _may_declare_elsewhere(node, name):
+                    return (f"{path}.required[{i}]" if path else f"required[{i}]"), name
+        prefix = f"{path}." if path else ""
+        children: list[tuple[Any, str, frozenset[str], bool]] = []
+        for key in _SAME_OBJECT + _ALTERNATIVES:
+            if isinstance(node.get(key), dict | list):
+                children.append((node[key], f"{prefix}{key}", frozenset(declared), obliged and key in _SAME_OBJECT))
+        for key in (*_CHILD_ONE, "prefixItems"):
+            if isinstance(node.get(key), dict | list):
+                children.append((node[key], f"{prefix}{key}", frozenset(), obliged))
+        for key in _CHILD_MAPS:
+            value = node.get(key)
+            if isinstance(value, dict):
+                children.extend((sub, f"{prefix}{key}.{name}", frozenset(), obliged) for name, sub in value.items())
+        stack.extend(reversed(children))  # depth first, in document order
+    return None
 
 
 def _where(path: Any) -> str:

@@ -116,6 +116,11 @@ class TaskTrajectory(BaseModel):
     earlier write (stateful environments): the doubled writes are what the redundant-write count is about."""
     failure: TaskFailure | None = None
     """Set when the task failed for a reason of the agent's own (it counts as failed, with this reason)."""
+    task_digest: str | None = None
+    """Which task was run: :func:`~toolwild.core.formats.results.task_digest` of the suite's task (its request,
+    type and gold calls), stamped when the run appends the line. Two suites can share session ids; scoring these
+    steps against another suite's task would give a number without a word, so a loader given a suite refuses a
+    task whose digest differs. None in files written before it existed (they cannot be checked this way)."""
 
     @property
     def context_dropped(self) -> int:

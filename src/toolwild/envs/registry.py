@@ -8,7 +8,7 @@ the caller supplies, so the choice of model and its cache stay with the run).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from importlib import import_module
 from pathlib import Path
 
@@ -24,7 +24,9 @@ from toolwild.llm.client import LLM
 
 __all__ = [
     "ENVIRONMENTS",
+    "anchor_session",
     "backend_for",
+    "check_session_environments",
     "describe_environment",
     "environment_tools",
     "file_sha256",
@@ -42,7 +44,7 @@ ENVIRONMENTS: dict[str, str] = {
 
 _builtin: dict[str, EnvironmentBackend] = {}
 _files: dict[tuple[Path, int, int], Environment] = {}
-_ledgers: dict[tuple[Path, int, int, bool], EnvironmentBackend] = {}
+_ledgers: dict[tuple[Path, int, int, bool, bool], EnvironmentBackend] = {}
 _digests: dict[tuple[Path, int, int], str] = {}
 """Loaded files by (path, mtime, size): a file edited while the process runs is read again."""
 
@@ -123,23 +125,30 @@ def _file_key(path: Path) -> tuple[Path, int, int]:
     return (path.resolve(), stat.st_mtime_ns, stat.st_size)
 
 
-def ledger_backend(path: Path, *, write_through: bool = False) -> EnvironmentBackend:
+def ledger_backend(
+    path: Path, *, write_through: bool = False, allow_outside_includes: bool | None = None
+) -> EnvironmentBackend:
     """The ``ledger`` environment on a user's own Beancount file (``--ledger FILE``).
 
     Every episode starts from a copy of the file and of everything it includes, so the user's books are never
     written; ``write_through`` (only ``serve mcp ledger --write-through``) writes them in place, each write validated
-    and atomic. Built once per file version: a file edited while the process runs is loaded again.
+    and atomic. Built once per file version: a file edited while the process runs is loaded again. Its includes must
+    stay in its folder unless ``allow_outside_includes`` (None: ``TOOLWILD_ALLOW_OUTSIDE_INCLUDES`` decides).
 
     Raises:
         ConfigError: no such file, or the ledger does not load (the message names the directive).
     """
     if not path.is_file():
         raise ConfigError(f"--ledger {path}: no such file")
-    key = (*_file_key(path), write_through)
-    if key not in _ledgers:
-        from toolwild.envs.domains.ledger.environment import ledger_environment
+    from toolwild.envs.domains.ledger.environment import ledger_environment
+    from toolwild.envs.domains.ledger.files import outside_includes_allowed
 
-        _ledgers[key] = ledger_environment(ledger=path.resolve(), write_through=write_through)
+    outside = outside_includes_allowed(allow_outside_includes)
+    key = (*_file_key(path), write_through, outside)
+    if key not in _ledgers:
+        _ledgers[key] = ledger_environment(
+            ledger=path.resolve(), write_through=write_through, allow_outside_includes=outside
+        )
     return _ledgers[key]
 
 
@@ -165,6 +174,45 @@ def session_environment(
     from toolwild.envs.renamed import renamed_for_session  # a session perturbed with renamed tools maps them back
 
     return renamed_for_session(session, _session_backend(session, simulator=simulator, base_dir=base_dir))
+
+
+def anchor_session(session: Session, folder: Path) -> Session:
+    """The session with every file it names relative to its suite's folder (``folder``) made absolute: its
+    environment file and the snapshot of the user's own books (``extra["ledger_file"]``).
+
+    Why: a copy of a suite written elsewhere (the ``suite.jsonl`` an eval run keeps of the sessions it runs) resolves
+    relative names against its own folder, where those files are not; own-books sessions then failed to find their
+    ledger. A built-in id (``ledger``) is never a file, even when a file of that name lies beside the suite, and a
+    name that resolves to nothing is left as it is, so the error still names what the suite says.
+    """
+    update: dict[str, object] = {}
+    env = session.environment
+    if env and env not in ENVIRONMENTS and not Path(env).is_absolute():
+        found = resolve_environment_file(env, folder)
+        if found is not None:
+            update["environment"] = str(found)
+    ledger_file = session.extra.get("ledger_file")
+    if isinstance(ledger_file, str) and not Path(ledger_file).is_absolute() and (folder / ledger_file).is_file():
+        update["extra"] = {**session.extra, "ledger_file": str((folder / ledger_file).resolve())}
+    return session.model_copy(update=update) if update else session
+
+
+def check_session_environments(
+    sessions: Iterable[Session], *, simulator: LLM | None = None, base_dir: Path | None = None
+) -> None:
+    """Open the environment of every distinct (environment, own-books ledger) of the sessions once: a missing or
+    unknown environment, a simulated one without a simulator model, or own books missing or changed since the suite
+    was made is a setup error, said before any session runs (and, from the command line, before anything is written).
+
+    Raises:
+        ConfigError: as :func:`session_environment`.
+    """
+    distinct: dict[tuple[str, str], Session] = {}
+    for s in sessions:
+        if s.environment:
+            distinct.setdefault((s.environment, str(s.extra.get("ledger_file"))), s)
+    for key in sorted(distinct):
+        session_environment(distinct[key], simulator=simulator, base_dir=base_dir)
 
 
 def _session_backend(session: Session, *, simulator: LLM | None, base_dir: Path | None) -> EnvironmentBackend:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 from toolwild.core.session import Suite
@@ -17,11 +18,17 @@ from toolwild.llm.cache import CacheMode, ResponseCache
 from toolwild.llm.client import LLM
 from toolwild.llm.registry import create_backend
 
-__all__ = ["AGENT_FORMS", "build_agent", "build_simulator", "build_user"]
+__all__ = ["AGENT_FORMS", "RunClients", "build_agent", "build_run_clients", "build_simulator", "build_user"]
 
 AGENT_FORMS = ("model", "oracle", "scripted:FILE")
 
 log = logging.getLogger(__name__)
+
+
+def _run_cache(config: RunConfig, run_dir: Path | None) -> ResponseCache | None:
+    """The run's response cache (``run_dir/cache.sqlite``, created on the spot); None without a run folder yet (a
+    client built to check the options before anything is written: :meth:`RunClients.open_cache` adds it)."""
+    return None if run_dir is None else ResponseCache(run_dir / "cache.sqlite", mode=CacheMode(config.cache))
 
 
 def _scripted_agent(config: RunConfig, suite: Suite | None) -> ScriptedAgent:
@@ -50,8 +57,9 @@ def _scripted_agent(config: RunConfig, suite: Suite | None) -> ScriptedAgent:
     return ScriptedAgent(behaviours)
 
 
-def build_agent(config: RunConfig, run_dir: Path, *, suite: Suite | None = None) -> tuple[Agent, LLM | None]:
-    """The agent named by ``config.agent``; a model agent gets an LLM client with the run's cache.
+def build_agent(config: RunConfig, run_dir: Path | None, *, suite: Suite | None = None) -> tuple[Agent, LLM | None]:
+    """The agent named by ``config.agent``; a model agent gets an LLM client with the run's cache (none when
+    ``run_dir`` is None: nothing is written).
 
     ``suite``: the loaded suite, against which a scripted agent's behaviour file is checked (loaded from
     ``config.suite`` when not given).
@@ -68,14 +76,13 @@ def build_agent(config: RunConfig, run_dir: Path, *, suite: Suite | None = None)
             request_timeout=config.request_timeout_s,
             max_connections=max(16, config.concurrency),
         )
-        cache = ResponseCache(run_dir / "cache.sqlite", mode=CacheMode(config.cache))
-        llm = LLM(backend, cache=cache, prompt_mode=config.prompt_mode, max_connections=None)
+        llm = LLM(backend, cache=_run_cache(config, run_dir), prompt_mode=config.prompt_mode, max_connections=None)
         agent = ModelAgent(llm, temperature=config.temperature, seed=config.seed, max_tokens=config.max_tokens)
         return agent, llm
     raise ConfigError(f"unknown agent {config.agent!r}; use one of: {', '.join(AGENT_FORMS)}")
 
 
-def build_simulator(config: RunConfig, run_dir: Path, agent_llm: LLM | None) -> LLM | None:
+def build_simulator(config: RunConfig, run_dir: Path | None, agent_llm: LLM | None) -> LLM | None:
     """The model that answers model-simulated environments (``config.env_model``), or None when none is set.
 
     When it is the agent's own model the agent's client is shared: one local model in memory, one cache, usage
@@ -91,10 +98,12 @@ def build_simulator(config: RunConfig, run_dir: Path, agent_llm: LLM | None) -> 
         request_timeout=config.request_timeout_s,
         max_connections=max(16, config.concurrency),
     )
-    return LLM(backend, cache=ResponseCache(run_dir / "cache.sqlite", mode=CacheMode(config.cache)))
+    return LLM(backend, cache=_run_cache(config, run_dir))
 
 
-def build_user(config: RunConfig, run_dir: Path, agent_llm: LLM | None) -> tuple[UserSimulator | None, LLM | None]:
+def build_user(
+    config: RunConfig, run_dir: Path | None, agent_llm: LLM | None
+) -> tuple[UserSimulator | None, LLM | None]:
     """The simulated user of a run (``config.user``) and its model client; (None, None) for ``recorded`` (the
     live loop of the published harness answers with the recorded replies itself).
 
@@ -113,6 +122,48 @@ def build_user(config: RunConfig, run_dir: Path, agent_llm: LLM | None) -> tuple
             request_timeout=config.request_timeout_s,
             max_connections=max(16, config.concurrency),
         )
-        return LLM(backend, cache=ResponseCache(run_dir / "cache.sqlite", mode=CacheMode(config.cache)))
+        return LLM(backend, cache=_run_cache(config, run_dir))
 
     return make_user(config.user, client, temperature=config.user_temperature, seed=config.seed)
+
+
+@dataclass
+class RunClients:
+    """The agent of a run and the model clients it calls (the agent's, the environment simulator's, the simulated
+    user's; one object where they share a model)."""
+
+    agent: Agent
+    llm: LLM | None
+    simulator: LLM | None
+    user: UserSimulator | None
+    user_llm: LLM | None
+
+    @property
+    def models(self) -> list[LLM]:
+        """The distinct model clients."""
+        return list({id(c): c for c in (self.llm, self.simulator, self.user_llm) if c is not None}.values())
+
+    def open_cache(self, run_dir: Path, mode: CacheMode) -> None:
+        """Give every client without one the run's response cache (``run_dir/cache.sqlite``): the first write into
+        the run folder, made once the options have passed."""
+        for client in self.models:
+            if client.cache is None:
+                client.cache = ResponseCache(run_dir / "cache.sqlite", mode=mode)
+
+    async def aclose(self) -> None:
+        """Close every client (and its cache)."""
+        for client in self.models:
+            await client.aclose()
+
+
+def build_run_clients(config: RunConfig, suite: Suite) -> RunClients:
+    """The agent and model clients of a run, built without writing anything (no cache yet).
+
+    Why: building them is where a bad ``--agent``, a missing or foreign behaviour file, an unknown ``--model``,
+    ``--env-model`` or ``--user`` is refused; done before the run folder is made, a refused command leaves nothing
+    behind. :meth:`RunClients.open_cache` then gives them the run's cache.
+    """
+    agent, llm = build_agent(config, None, suite=suite)
+    simulator = build_simulator(config, None, llm)
+    user, user_llm = build_user(config, None, llm)
+    return RunClients(agent, llm, simulator, user, user_llm)

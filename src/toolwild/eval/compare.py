@@ -15,6 +15,7 @@ interval (the sessions keep their ids, so the pairing is by session as for any t
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 from collections.abc import Iterator, Sequence
@@ -33,7 +34,7 @@ from toolwild.core.task import TaskType
 from toolwild.core.verdict import Metrics, SessionVerdict
 from toolwild.errors import ConfigError, DataError
 from toolwild.eval.metrics.accuracy import compute_metrics, scored_verdicts
-from toolwild.eval.runner import VERDICTS, RunConfig, load_run_config, rescore_run
+from toolwild.eval.runner import TRAJECTORIES, VERDICTS, RunConfig, load_run_config, rescore_run
 
 __all__ = [
     "CategoryRow",
@@ -208,11 +209,13 @@ class LoadedRun:
 
 
 def task_anchor(session_id: str, task_index: int) -> str:
-    """The fragment that opens a task in a run's ``report.html``: ``task=<session id>/<task index>`` (0-based).
+    """The fragment that opens a task in a run's ``report.html``: ``task=<session id>/<n>``, where ``n`` is the
+    task's number as every page and the terminal show it ("task n/N", counted from 1; ``task_index`` + 1), so a link
+    and the label it opens name the same task.
 
     The session id is percent-encoded (a ``/`` or ``#`` in an id must not break the link); the report decodes it.
     """
-    return f"task={quote(session_id, safe='')}/{task_index}"
+    return f"task={quote(session_id, safe='')}/{task_index + 1}"
 
 
 def load_run(run_dir: Path) -> LoadedRun:
@@ -231,10 +234,63 @@ def load_run(run_dir: Path) -> LoadedRun:
         suite = _run_suite(config)
         digest = config.suite_digest or _suite_digest(config, suite)
         perturbation = suite_perturbation(suite) if suite is not None else None
-        return LoadedRun(run_dir, config, digest, _read_verdicts(path, config), "verdicts.jsonl", perturbation)
+        verdicts = _read_verdicts(path, config)
+        _check_finished(run_dir, verdicts, suite, _ran(run_dir))
+        return LoadedRun(run_dir, config, digest, verdicts, "verdicts.jsonl", perturbation)
     run = rescore_run(run_dir)
+    _check_finished(run_dir, run.verdicts, run.suite, {t.session_id for t in run.trajectories})
     digest, verdicts = run.suite.fingerprint(), run.verdicts
     return LoadedRun(run_dir, config, digest, verdicts, "re-scored", suite_perturbation(run.suite))
+
+
+def _check_distinct(run_dirs: Sequence[Path]) -> None:
+    """Refuse a run given twice (the same folder, however spelled: a trailing slash, ``./``, a symbolic link): a run
+    compared with itself differs by exactly zero, which reads as a finding and is none."""
+    seen: dict[Path, Path] = {}
+    for run_dir in run_dirs:
+        if not run_dir.is_dir():
+            continue  # load_run says what is wrong with it
+        key = run_dir.resolve()
+        for earlier_key, earlier in seen.items():
+            if key == earlier_key or os.path.samefile(key, earlier_key):
+                same = "" if str(earlier) == str(run_dir) else f" ({earlier} and {run_dir} are one folder, {key})"
+                raise ConfigError(
+                    f"{run_dir} is given twice{same}: a run compared with itself differs by zero; give runs of "
+                    "different agents, models or settings"
+                )
+        seen[key] = run_dir
+
+
+def _check_finished(run_dir: Path, verdicts: list[SessionVerdict], suite: Suite | None, ran: set[str]) -> None:
+    """Refuse an unfinished run: a session of its suite with no result in ``trajectories.jsonl`` (``ran``), unless
+    the run stopped before it on a harness error (its verdict says so and leaves it out). Its figures would be those
+    of the sessions it happened to finish (or count the rest as failed, after ``score``), and the pairing would
+    compare what was never run."""
+    if suite is None:
+        return
+    by_id = {v.session_id: v for v in verdicts}
+    missing = [
+        s.id for s in suite.sessions if s.id not in ran and (s.id not in by_id or by_id[s.id].harness_error is None)
+    ]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise ConfigError(
+            f"{run_dir} is unfinished: {len(missing)} of {len(suite.sessions)} session(s) have no result ({shown}); "
+            f"compare takes finished runs. Finish it: toolwild eval --resume {run_dir}"
+        )
+
+
+def _ran(run_dir: Path) -> set[str]:
+    """The sessions with a line in the run's ``trajectories.jsonl`` (ids only: the verdicts on file are what
+    compare reads, so the lines are not validated again here; a torn or bad line names no session)."""
+    path = run_dir / TRAJECTORIES
+    if not path.exists():
+        return set()
+    return {
+        obj["session_id"]
+        for _number, obj in read_jsonl(path)
+        if isinstance(obj, dict) and isinstance(obj.get("session_id"), str)
+    }
 
 
 def _run_suite(config: RunConfig) -> Suite | None:
@@ -508,7 +564,8 @@ def compare_runs(run_dirs: Sequence[Path], *, resamples: int = 10_000, seed: int
         raise ConfigError(f"--resamples must be 0 or more, not {resamples}")
     if len(run_dirs) < 2:
         raise ConfigError("compare needs at least two run directories")
-    runs = [load_run(Path(d)) for d in run_dirs]
+    runs = [load_run(Path(d)) for d in run_dirs]  # a folder that is no run (or a trial run) is refused first
+    _check_distinct([Path(d) for d in run_dirs])
     check_comparable(runs)
     metrics = [
         compute_metrics(

@@ -31,7 +31,7 @@ import json
 import logging
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -46,7 +46,7 @@ from pydantic import (
 )
 
 from toolwild.core.files import write_text_atomic
-from toolwild.core.formats.results import append_trajectory
+from toolwild.core.formats.results import append_trajectory, task_digest, trajectory_mismatch
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.jsonl import read_jsonl, validation_to_data_error
 from toolwild.core.session import Session, Suite
@@ -71,9 +71,11 @@ from toolwild.eval.user import UserSimulator
 from toolwild.eval.user_audit import UserAuditReport, load_user_audit, user_failures
 from toolwild.llm.client import LLM
 from toolwild.run import Executor, LocalExecutor, Unit
+from toolwild.run.lock import OutputLock
 
 __all__ = [
     "FORKS",
+    "TRAJECTORIES",
     "TRIALS",
     "USER_AUDIT",
     "VERDICTS",
@@ -83,7 +85,9 @@ __all__ = [
     "RunProgress",
     "SessionTrial",
     "agent_for_trial",
+    "check_exists",
     "check_fork",
+    "check_result_file",
     "check_run_suite",
     "check_trial",
     "fork_count",
@@ -93,7 +97,9 @@ __all__ = [
     "load_run_config",
     "load_run_trajectories",
     "mark_user_failures",
+    "missing_note",
     "rescore_run",
+    "result_missing_note",
     "run_suite",
     "run_trials",
     "score_forks",
@@ -256,6 +262,13 @@ class RunProgress:
         return self.tasks_correct / self.tasks if self.tasks else 0.0
 
 
+def check_exists(path: Path) -> None:
+    """Refuse a path that names nothing, before anything else is asked of it: a mistyped run folder or result file
+    would otherwise be taken for a result file and get a message about a missing ``--suite``."""
+    if not path.exists():
+        raise ConfigError(f"no such file or folder: {path}")
+
+
 def load_run_config(run_dir: Path) -> RunConfig:
     """The config of a run directory, or a ConfigError that says what is wrong with it and what to do."""
     path = run_dir / "config.json"
@@ -278,7 +291,13 @@ def load_run_config(run_dir: Path) -> RunConfig:
 
 
 def load_run_trajectories(
-    run_dir: Path, *, repair: bool = False, suite: Suite | None = None, trial: int = 0, fork: int = 0
+    run_dir: Path,
+    *,
+    repair: bool = False,
+    suite: Suite | None = None,
+    trial: int = 0,
+    fork: int = 0,
+    torn: list[DataError] | None = None,
 ) -> list[Trajectory]:
     """Finished trajectories of a run directory (last line per session wins), of one trial (default trial 0) or one
     fork of a forked run.
@@ -292,6 +311,8 @@ def load_run_trajectories(
         trial: which trial's file (see :func:`trial_dir`).
         fork: which fork's file (see :func:`fork_dir`); with ``suite``, a session of that file must have more than
             ``fork`` tasks.
+        torn: when given, a torn last line (left out: its session did not finish) is added to it as a DataError
+            naming file and line, so a reader that shows the run can say so instead of leaving it out in silence.
 
     Raises:
         DataError: a line that is not a trajectory (bad bytes, bad JSON, bad fields), other than a torn last line.
@@ -309,6 +330,16 @@ def load_run_trajectories(
             traj = Trajectory.model_validate(obj)
         except (DataError, ValidationError) as exc:
             if last:  # a write cut short by a kill: the session simply was not finished
+                if torn is not None:
+                    error = exc if isinstance(exc, DataError) else validation_to_data_error(exc)
+                    torn.append(
+                        DataError(
+                            f"the last line is cut short (a write stopped by a kill; {error.message}): its session "
+                            "did not finish",
+                            file=path,
+                            line=number,
+                        )
+                    )
                 continue
             error = exc if isinstance(exc, DataError) else validation_to_data_error(exc)
             raise DataError(f"not a trajectory: {error}", file=path, line=number) from None
@@ -316,6 +347,9 @@ def load_run_trajectories(
             session = suite.session(traj.session_id)
             if session is None:
                 raise DataError(f"session {traj.session_id!r} is not in the run's suite", file=path, line=number)
+            mismatch = trajectory_mismatch(traj, session)
+            if mismatch is not None:
+                raise mismatch.located(file=path, line=number)
             if fork >= len(session.tasks):
                 raise DataError(
                     f"session {traj.session_id!r} has {len(session.tasks)} task(s): it has no fork {fork}",
@@ -583,20 +617,22 @@ async def run_trials(
     (session, fork) (see the module docstring for the layout). It costs :func:`forked_task_runs` task-runs.
 
     Raises:
-        ConfigError: a forked run that asks for trials or a simulated user as well.
+        ConfigError: a forked run that asks for trials or a simulated user as well; ``run_dir`` is being written by
+            another process (its pid named: one writer per run folder, see :class:`~toolwild.run.lock.OutputLock`).
     """
-    return await _run_parts(
-        suite,
-        _parts(suite, agent, config, run_dir, user),
-        config,
-        run_dir,
-        resume=resume,
-        on_progress=on_progress,
-        simulator=simulator,
-        executor=executor,
-        worker=worker,
-        user=user,
-    )
+    with OutputLock(run_dir):  # re-entrant: the eval command already holds it for the whole run
+        return await _run_parts(
+            suite,
+            _parts(suite, agent, config, run_dir, user),
+            config,
+            run_dir,
+            resume=resume,
+            on_progress=on_progress,
+            simulator=simulator,
+            executor=executor,
+            worker=worker,
+            user=user,
+        )
 
 
 def _parts(suite: Suite, agent: Agent, config: RunConfig, run_dir: Path, user: UserSimulator | None) -> list[_Part]:
@@ -702,7 +738,7 @@ async def _run_parts(
             k = index[(item.trial, item.fork)]
             if traj.status is TrajectoryStatus.HARNESS_ERROR:
                 halted.append(item)
-            append_trajectory(handles[k], traj)
+            append_trajectory(handles[k], traj, session=item.session)
             account(k, _score(item.session, traj, config, base_dir), traj)
 
         await (executor or LocalExecutor(config.concurrency)).map(
@@ -816,6 +852,71 @@ def check_run_suite(config: RunConfig, suite: Suite, suite_path: Path) -> None:
         )
 
 
+def check_result_file(results: Path, suite: Suite, suite_path: Path, unchecked: list[str]) -> str | None:
+    """Check, against ``suite``, the toolwild trajectories of a result file that carry no task digest (written
+    before :func:`~toolwild.core.formats.results.task_digest` was recorded; ``unchecked`` holds their session ids).
+
+    Why: two suites can share session ids, and such results would score against the wrong tasks without a word. A
+    ``trajectories.jsonl`` still in its run folder (the run's own, or a trial's or a fork's) names the suite it ran
+    in ``config.json``: each unchecked session's tasks are compared with that suite's, so scoring a subset of the
+    run's sessions against a bigger suite still works.
+
+    Returns:
+        None when every line is checked; else a warning to print (the sessions were matched by id alone).
+
+    Raises:
+        ScoringError: a session whose tasks differ from the run's suite's, naming the session, the task and both
+            requests.
+    """
+    if not unchecked:
+        return None
+    found = _run_of_file(results)
+    run_suite: Suite | None = None
+    if found is not None and Path(found.suite).is_file():
+        run_suite = load_wtb_suite(Path(found.suite))[0]
+    if run_suite is None:
+        return (
+            f"{results}: {len(unchecked)} session(s) ({', '.join(unchecked[:3])}{', …' if len(unchecked) > 3 else ''}) "
+            "carry no task digest (written by an older toolwild) and no run folder names their suite: they were "
+            f"matched to {suite_path} by session id alone"
+        )
+    for sid in unchecked:
+        mine, theirs = run_suite.session(sid), suite.session(sid)
+        if mine is None or theirs is None:
+            continue  # an id the run's suite lacks: the scorer refuses it
+        for k, (ran, asked) in enumerate(zip(mine.tasks, theirs.tasks, strict=False)):
+            if task_digest(ran) != task_digest(asked):
+                raise ScoringError(
+                    f"{results}: session {sid!r}, task {k + 1}: the run ran {ran.utterance[:80]!r} (its suite "
+                    f"{found.suite if found else '?'}), but {suite_path} asks {asked.utterance[:80]!r}: the results "
+                    "belong to another suite"
+                )
+        if len(mine.tasks) != len(theirs.tasks):
+            raise ScoringError(
+                f"{results}: session {sid!r} has {len(mine.tasks)} task(s) in the run's suite and "
+                f"{len(theirs.tasks)} in {suite_path}: the results belong to another suite"
+            )
+    return None
+
+
+def _run_of_file(results: Path) -> RunConfig | None:
+    """The config of the run a ``trajectories.jsonl`` belongs to, if it still sits in its run folder (directly, or
+    in a trial's or fork's folder); None for any other file."""
+    if results.name != TRAJECTORIES:
+        return None
+    folder = results.resolve().parent
+    candidates = [folder]
+    if folder.parent.name in (TRIALS, FORKS):
+        candidates.append(folder.parent.parent)
+    for run_dir in candidates:
+        if (run_dir / "config.json").is_file():
+            try:
+                return load_run_config(run_dir)
+            except ConfigError:
+                return None
+    return None
+
+
 @dataclass
 class RescoredRun:
     """A run directory read back: its config, suite, trajectories, and verdicts scored again in its own mode (of
@@ -827,46 +928,85 @@ class RescoredRun:
     verdicts: list[SessionVerdict]
     trial: int = 0
     fork: int = 0
+    missing: list[str] = field(default_factory=list)
+    """Sessions of ``suite`` with no result in the run (an unfinished run: killed, or still going), in suite order;
+    with ``missing_as_failed`` their verdicts are failed ones, as ``toolwild score`` counts them."""
+    torn: list[DataError] = field(default_factory=list)
+    """The run's torn last line (file and line), if it has one: a write a kill cut short."""
 
 
 def rescore_run(run_dir: Path, *, missing_as_failed: bool = False, trial: int = 0, fork: int = 0) -> RescoredRun:
     """Score a run again from its trajectories (no model call): what ``show``, ``report`` and ``compare`` read, so a
     run made before ``verdicts.jsonl`` existed is read the same way as a new one. ``trial``: which trial of a trial
-    run, ``fork``: which fork of a forked run (default 0, the run's own files)."""
+    run, ``fork``: which fork of a forked run (default 0, the run's own files). The sessions without a result and a
+    torn last line are returned (``missing``, ``torn``), so that no reader shows a part of a run as the whole."""
     config = load_run_config(run_dir)
     check_trial(config, trial)
     suite_path = Path(config.suite)
     suite, _report = load_wtb_suite(suite_path)
     check_run_suite(config, suite, suite_path)
     check_fork(config, suite, fork)
-    trajectories = load_run_trajectories(run_dir, suite=suite, trial=trial, fork=fork)
+    torn: list[DataError] = []
+    trajectories = load_run_trajectories(run_dir, suite=suite, trial=trial, fork=fork, torn=torn)
     if not trajectories:
         which = f" in trial {trial}" if config.trials > 1 else (f" in fork {fork}" if fork else "")
-        raise ConfigError(f"{run_dir}: the run has no finished session{which} yet")
+        cut = f" ({torn[0]})" if torn else ""
+        raise ConfigError(f"{run_dir}: the run has no finished session{which} yet{cut}")
     part = fork_sessions(suite, fork) if fork else suite
     verdicts = _score_suite(run_dir, config, part, trajectories, mode=config.mode, missing_as_failed=missing_as_failed)
-    return RescoredRun(config, part, trajectories, verdicts, trial, fork)
+    found = {t.session_id for t in trajectories}
+    missing = [s.id for s in part.sessions if s.id not in found]
+    return RescoredRun(config, part, trajectories, verdicts, trial, fork, missing, torn)
+
+
+def missing_note(
+    run_dir: Path,
+    missing: list[str],
+    total: int,
+    *,
+    unit: str = "session(s)",
+    counted: str = "they count as failed",
+    limit: int = 5,
+) -> str:
+    """One line saying that a run is unfinished: how many sessions (or ``unit``: a trial run's (session, trial)
+    pairs) have no result, the first few, how they count (``counted``: failed, as ``toolwild score`` counts them)
+    and how to finish it."""
+    shown = ", ".join(missing[:limit]) + (f" and {len(missing) - limit} more" if len(missing) > limit else "")
+    return (
+        f"{run_dir} is unfinished: {len(missing)} of {total} {unit} have no result ({shown}); {counted}, so the "
+        f"figures are incomplete. Finish the run: toolwild eval --resume {run_dir}"
+    )
+
+
+def result_missing_note(results: Path, missing: list[str], total: int, *, limit: int = 5) -> str:
+    """One line saying that a result file lacks sessions of its suite: how many, the first few ids, and how they
+    count (failed, as ``toolwild score`` counts them)."""
+    shown = ", ".join(missing[:limit]) + (f" and {len(missing) - limit} more" if len(missing) > limit else "")
+    return (
+        f"{results} has no result for {len(missing)} of {total} session(s) of the suite ({shown}): they count as failed"
+    )
 
 
 def score_trials(
-    run_dir: Path, config: RunConfig, suite: Suite, *, mode: ScoringMode
+    run_dir: Path, config: RunConfig, suite: Suite, *, mode: ScoringMode, torn: list[DataError] | None = None
 ) -> tuple[list[list[Trajectory]], list[list[SessionVerdict]]]:
     """Every trial of a run scored again (``toolwild score RUN_DIR``): each trial's trajectories and verdicts, a
     session without a result in a trial counting as failed in that trial (as ``score`` counts a missing session).
-    A forked run's forks are its parts here (:func:`score_forks`)."""
+    A forked run's forks are its parts here (:func:`score_forks`). ``torn`` collects torn last lines (see
+    :func:`load_run_trajectories`)."""
     if config.history is HistoryMode.FORKED:
-        return score_forks(run_dir, config, suite, mode=mode)
-    trajectories = [load_run_trajectories(run_dir, suite=suite, trial=t) for t in range(config.trials)]
+        return score_forks(run_dir, config, suite, mode=mode, torn=torn)
+    trajectories = [load_run_trajectories(run_dir, suite=suite, trial=t, torn=torn) for t in range(config.trials)]
     verdicts = [_score_suite(run_dir, config, suite, found, mode=mode) for found in trajectories]
     return trajectories, verdicts
 
 
 def score_forks(
-    run_dir: Path, config: RunConfig, suite: Suite, *, mode: ScoringMode
+    run_dir: Path, config: RunConfig, suite: Suite, *, mode: ScoringMode, torn: list[DataError] | None = None
 ) -> tuple[list[list[Trajectory]], list[list[SessionVerdict]]]:
     """Every fork of a forked run scored again: per fork i, its trajectories and the verdicts of the sessions of
     more than i tasks, one without a result in that fork counting as failed there."""
-    trajectories = [load_run_trajectories(run_dir, suite=suite, fork=i) for i in range(fork_count(suite))]
+    trajectories = [load_run_trajectories(run_dir, suite=suite, fork=i, torn=torn) for i in range(fork_count(suite))]
     verdicts = [
         _score_suite(run_dir, config, fork_sessions(suite, i), found, mode=mode) for i, found in enumerate(trajectories)
     ]

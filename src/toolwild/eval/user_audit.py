@@ -22,9 +22,12 @@ words ("the previous month") is counted as withholding it: the audit errs toward
 a reply that contradicts what the utterance already stated, or that adds a request of its own while still answering
 (it fails only when it also withholds, gives a wrong number or leaks).
 
-The error rate is the share of failed runs (session x trial) with a 95% Wilson score interval; trials of one session
-are not independent, so with k > 1 the interval is narrower than it should be (the report says how many distinct
-sessions it rests on). :func:`user_failures` lists the sessions an ``eval --exclude-user-failures`` leaves out.
+The error rate is the share of failed runs (session x trial) with a 95% Wilson score interval. Trials of one session
+are not independent draws (the same session, often the same answers), so with k > 1 the interval is computed at the
+effective sample size of runs clustered by session (:func:`clustered_wilson_interval`), never as if there were
+sessions x trials independent runs. :func:`user_failures` lists the sessions an ``eval --exclude-user-failures`` leaves
+out; :func:`user_extension` gives the audit's figures for a run's scoreboard, and which failed tasks of the run sit
+where the audit found the user failing (the user's failure, not an error class of the agent's).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import asyncio
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,9 +47,11 @@ from toolwild.core.jsonl import read_json_file, validation_to_data_error
 from toolwild.core.references import same_value
 from toolwild.core.session import Session, Suite
 from toolwild.core.task import NodeKind
+from toolwild.core.verdict import SessionVerdict
 from toolwild.errors import DataError, TransientBackendError
 from toolwild.eval.agents.oracle import OracleAgent
 from toolwild.eval.interactive import InteractiveRun, UserTurnRecord, run_interactive_session, score_interactive_session
+from toolwild.eval.metrics.accuracy import scored_verdicts
 from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.user import TaskFacts, UserFact, UserSimulator, phrase_words, states, task_facts
 
@@ -58,8 +63,11 @@ __all__ = [
     "UserFinding",
     "audit_user",
     "check_run",
+    "clustered_wilson_interval",
     "load_user_audit",
     "user_audit_report",
+    "user_extension",
+    "user_failed_tasks",
     "user_failures",
     "user_summary",
     "wilson_interval",
@@ -110,6 +118,9 @@ class Interval(BaseModel):
     high: float
     level: float = 0.95
     method: str = "wilson"
+    effective_n: float | None = None
+    """Clustered runs (``method`` ``wilson, clustered by session``): the sample size the interval was computed at,
+    between the sessions and the runs (see :func:`clustered_wilson_interval`)."""
 
 
 class BrokenSession(BaseModel):
@@ -329,19 +340,58 @@ async def audit_user(
     return list(await asyncio.gather(*jobs))
 
 
+def _wilson_bounds(p: float, n: float, level: float) -> tuple[float, float]:
+    """The Wilson score bounds of a proportion ``p`` observed over ``n`` (possibly effective, not whole) draws."""
+    z = {0.9: 1.6448536269514722, 0.95: 1.959963984540054, 0.99: 2.5758293035489004}.get(level, 1.959963984540054)
+    denominator = 1 + z * z / n
+    center = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    low = 0.0 if p == 0 else max(0.0, center - half)  # exact at the ends (no rounding residue)
+    high = 1.0 if p == 1 else min(1.0, center + half)
+    return low, high
+
+
 def wilson_interval(failures: int, n: int, *, level: float = 0.95) -> Interval | None:
     """The Wilson score interval of ``failures / n`` (None when n is 0); unlike the normal approximation it stays
     inside [0, 1] and is not empty at 0 or n failures."""
     if n <= 0:
         return None
-    z = {0.9: 1.6448536269514722, 0.95: 1.959963984540054, 0.99: 2.5758293035489004}.get(level, 1.959963984540054)
-    p = failures / n
-    denominator = 1 + z * z / n
-    center = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    low = 0.0 if failures == 0 else max(0.0, center - half)  # exact at the ends (no rounding residue)
-    high = 1.0 if failures == n else min(1.0, center + half)
+    low, high = _wilson_bounds(failures / n, n, level)
     return Interval(low=low, high=high, level=level)
+
+
+def clustered_wilson_interval(per_session: Sequence[tuple[int, int]], *, level: float = 0.95) -> Interval | None:
+    """The Wilson interval of the pooled failure share of runs grouped in sessions, ``(failures, runs)`` per session
+    (None when there is no run).
+
+    Why not a plain Wilson over every run: the k trials of one session are not k independent draws (the same
+    session, and a simulator that often answers it the same way), so counting sessions x trials as independent makes
+    the interval too narrow for k > 1. The estimate stays the share of failed runs; the interval is the Wilson
+    interval at the *effective sample size* n_eff = p(1 - p) / Var(p), where Var(p) is the variance of the pooled
+    share with sessions as the sampling unit (the linearised variance of a ratio estimator, sum over sessions of
+    (failures_i - p runs_i)^2 / runs^2). A session whose trials all agree counts about once, trials that vary as
+    independent coins count about k times. n_eff is kept between the number of sessions and the number of runs;
+    with no failure (or no success) at all nothing shows how alike a session's trials are, so it is the number of
+    sessions (the cautious end). A session bootstrap would say the same with a seed and resamples; this is exact,
+    cheap and deterministic, and with one run per session it is exactly :func:`wilson_interval`.
+    """
+    cells = [(f, n) for f, n in per_session if n > 0]
+    runs = sum(n for _, n in cells)
+    failures = sum(f for f, _ in cells)
+    if runs == 0:
+        return None
+    if len(cells) == runs:  # one run per session: the runs are independent, nothing to adjust
+        return wilson_interval(failures, runs, level=level)
+    p = failures / runs
+    variance = sum((f - p * n) ** 2 for f, n in cells) / (runs * runs)
+    if p in (0.0, 1.0):
+        effective = float(len(cells))
+    elif variance == 0:  # every session failed the same share: no spread between sessions to widen by
+        effective = float(runs)
+    else:
+        effective = min(float(runs), max(float(len(cells)), p * (1 - p) / variance))
+    low, high = _wilson_bounds(p, effective, level)
+    return Interval(low=low, high=high, level=level, method="wilson, clustered by session", effective_n=effective)
 
 
 def user_audit_report(
@@ -381,7 +431,7 @@ def user_audit_report(
         runs=len(counted),
         failed_runs=len(failed),
         error_rate=len(failed) / len(counted) if counted else None,
-        interval=wilson_interval(len(failed), len(counted)),
+        interval=clustered_wilson_interval(_per_session(counted)),
         by_kind=dict(sorted(kinds.items())),
         oracle_task_accuracy=sum(r.oracle_tasks_correct for r in counted) / tasks if tasks else None,
         broken=list(broken.values()),
@@ -391,9 +441,73 @@ def user_audit_report(
     )
 
 
+def _per_session(runs: Sequence[AuditedRun]) -> list[tuple[int, int]]:
+    """``(failed runs, runs)`` of each session, in order of first appearance: the clusters of the interval."""
+    counts: dict[str, list[int]] = {}
+    for r in runs:
+        cell = counts.setdefault(r.session_id, [0, 0])
+        cell[0] += r.failed
+        cell[1] += 1
+    return [(f, n) for f, n in counts.values()]
+
+
 def user_failures(report: UserAuditReport) -> set[str]:
     """The sessions the simulator broke in any trial: what ``eval --exclude-user-failures`` leaves out."""
     return {b.session_id for b in report.broken}
+
+
+def user_failed_tasks(
+    report: UserAuditReport, verdicts: Iterable[SessionVerdict], *, count_provider_errors: bool = False
+) -> dict[str, Any]:
+    """The failed tasks of a run that sit where its user audit found the simulated user failing, by error class.
+
+    Why: when the user ends a task at the agent's question, withholds the value asked for or leaks one, the task
+    fails, and the scorer, which judges the agent's steps, files it under one of the agent's error classes (mostly
+    Early Termination). The audit ran the oracle against the same user, so a task where it found the user failing
+    is a task this user breaks whatever the agent does; such a failure is the user's, and so is a failure after it
+    in the session (a task the user ended early leaves the history and the books without its work, and the tasks
+    after it inherit that): what ``--exclude-user-failures`` leaves out whole. The failed tasks from the first task
+    the audit found broken on are counted, over the verdicts the figures count
+    (:func:`~toolwild.eval.metrics.accuracy.scored_verdicts`), every trial pooled as the error taxonomy pools them;
+    a broken session whose audit runs were not kept counts from its first task.
+
+    Returns:
+        ``{"tasks": n, "by_class": {error class: n}}``: the failed tasks that are the user's, and the part of each
+        error class's count that is (a task that failed only a state check has no class, and counts in ``tasks``).
+    """
+    broken = user_failures(report)
+    first: dict[str, int] = {}
+    for run in report.runs_detail:
+        for finding in run.findings:
+            first[run.session_id] = min(first.get(run.session_id, finding.task_index), finding.task_index)
+    by_class: Counter[str] = Counter()
+    tasks = 0
+    for verdict in scored_verdicts(list(verdicts), count_provider_errors=count_provider_errors):
+        if verdict.session_id not in broken:
+            continue
+        start = first.get(verdict.session_id, 0)
+        for task in verdict.tasks:
+            if task.label == "error" and task.task_index >= start:
+                tasks += 1
+                if task.error_class is not None:
+                    by_class[task.error_class.value] += 1
+    return {"tasks": tasks, "by_class": dict(sorted(by_class.items()))}
+
+
+def user_extension(
+    report: UserAuditReport, verdicts: Iterable[SessionVerdict], *, count_provider_errors: bool = False
+) -> dict[str, Any]:
+    """The audit's part of a run's ``extensions.user``: what the scoreboard's headline shows beside the accuracy
+    (error rate, interval, runs), the sessions it broke, and the run's failed tasks that are the user's
+    (:func:`user_failed_tasks`)."""
+    return {
+        "audit_error_rate": report.error_rate,
+        "audit_interval": report.interval.model_dump() if report.interval else None,
+        "audit_runs": report.runs,
+        "audit_failed_runs": report.failed_runs,
+        "audit_broken_sessions": sorted(b.session_id for b in report.broken),
+        "audit_failed_tasks": user_failed_tasks(report, verdicts, count_provider_errors=count_provider_errors),
+    }
 
 
 def load_user_audit(path: str | Path) -> UserAuditReport:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwild.core.environment import BackendKind
+from toolwild.core.grounding import ungrounded_identifiers
 from toolwild.core.hidden_intent import check_subtypes
 from toolwild.core.references import ambiguous_references
 from toolwild.core.session import Session, Suite
@@ -33,6 +34,7 @@ __all__ = [
     "SuiteSummary",
     "areplay_problems",
     "avalidate_session",
+    "grounding_problems",
     "replay_problems",
     "replay_skip_reason",
     "summarize_suite",
@@ -175,6 +177,7 @@ def validate_suite(
     base_dir: Path | None = None,
     simulator: LLM | None = None,
     subtypes: bool = False,
+    grounding: bool = False,
 ) -> list[Problem]:
     """Everything wrong with a (well-formed) suite, most serious first (a suite with no session is an error).
 
@@ -186,6 +189,8 @@ def validate_suite(
         base_dir: where relative environment-file references are resolved (the suite's folder).
         simulator: the model (with its cache) that answers environments simulated by a model, for ``replay``.
         subtypes: also check every hidden-intent label against the values (:mod:`toolwild.core.hidden_intent`).
+        grounding: also check that every identifier a gold call passes is reachable by the agent
+            (:mod:`toolwild.core.grounding`): one error per ungrounded argument, naming the task.
     """
     problems: list[Problem] = []
     if not suite.sessions:  # nothing to evaluate is not a valid suite, whatever else is true of it
@@ -200,6 +205,8 @@ def validate_suite(
         if not any(p.severity is Severity.ERROR for p in found):
             if subtypes:
                 found += _subtype_problems(session, where)
+            if grounding:
+                found += grounding_problems(session, where)
             if replay:
                 found += replay_problems(session, where=where, base_dir=base_dir, simulator=simulator)
             if oracle_check:
@@ -210,14 +217,21 @@ def validate_suite(
 
 
 async def avalidate_session(
-    session: Session, *, base_dir: Path | None = None, simulator: LLM | None = None, subtypes: bool = True
+    session: Session,
+    *,
+    base_dir: Path | None = None,
+    simulator: LLM | None = None,
+    subtypes: bool = True,
+    grounding: bool = True,
 ) -> list[Problem]:
-    """Every check of :func:`validate_suite` (replay and oracle included, subtypes unless turned off) on one session,
-    from async code: a streamed suite is verified one session at a time, as each is made."""
+    """Every check of :func:`validate_suite` (replay, oracle, subtypes and grounding included, unless turned off)
+    on one session, from async code: a streamed suite is verified one session at a time, as each is made."""
     problems = _structure_problems(session, session.id)
     if not any(p.severity is Severity.ERROR for p in problems):
         if subtypes:
             problems += _subtype_problems(session, session.id)
+        if grounding:
+            problems += grounding_problems(session, session.id)
         problems += await areplay_problems(session, where=session.id, base_dir=base_dir, simulator=simulator)
         problems += _oracle_problems(session, session.id, base_dir)
     problems.sort(key=lambda p: p.severity is not Severity.ERROR)
@@ -249,6 +263,11 @@ def _structure_problems(session: Session, where: str) -> list[Problem]:
                     if status != CORRECT:
                         problems.append(Problem(Severity.WARNING, nat, f"gold arguments fail the schema: {status}"))
     return problems
+
+
+def grounding_problems(session: Session, where: str) -> list[Problem]:
+    """Gold identifiers the agent was never shown (errors: such a task measures guessing)."""
+    return [Problem(Severity.ERROR, f"{where} task {f.task_index}", f.message) for f in ungrounded_identifiers(session)]
 
 
 def _subtype_problems(session: Session, where: str) -> list[Problem]:

@@ -18,6 +18,8 @@ import plotly.offline
 
 from toolwild.core.files import write_text_atomic
 from toolwild.eval.compare import HEADLINE, Comparison, Figure
+from toolwild.report.figures import LEGEND_ON_TOP as _LEGEND_ON_TOP
+from toolwild.report.figures import MODEBAR_MARGIN
 
 __all__ = ["render_compare_html", "write_compare_html"]
 
@@ -68,8 +70,21 @@ def _leaderboard(comparison: Comparison) -> str:
 
 
 def _plot(fig: go.Figure, div_id: str) -> str:
-    """A figure as plotly JSON drawn by the inlined library (``</`` escaped: labels are user data)."""
-    fig.update_layout(template="none")  # plotly's default theme would add ~10 kB of JSON per chart
+    """A figure as plotly JSON drawn by the inlined library (``</`` escaped: labels are user data).
+
+    The layout every chart of the page shares, as in ``report.html`` (:func:`toolwild.report.figures._layout`): the
+    mode bar stands vertically in a right margin kept for it (across the top it covered the title), and both axes
+    ``automargin`` so long labels (``subtype: Coreferential Reference``, run names) grow the margin instead of being
+    cut at the chart's edge.
+    """
+    fig.update_layout(
+        template="none",  # plotly's default theme would add ~10 kB of JSON per chart
+        modebar={"orientation": "v"},
+        margin={"r": MODEBAR_MARGIN, "t": 60},
+        title={"x": 0.5, "xanchor": "center", "y": 0.98, "yanchor": "top", "yref": "container"},
+    )
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
     data = fig.to_json().replace("</", "<\\/")
     return (
         f'<div id="{div_id}"></div><script>(function(){{var f={data};'
@@ -109,6 +124,7 @@ def _interval_scatter(
         height=200 + 40 * rows,
         margin={"l": margin},
         yaxis={"autorange": "reversed"},
+        legend=_LEGEND_ON_TOP,
     )
     return fig
 
@@ -197,7 +213,11 @@ def _categories(comparison: Comparison) -> str:
     for k, run in enumerate(comparison.runs[1:], start=1):
         deltas = [None if r.deltas[k] is None else 100 * r.deltas[k] for r in comparison.categories]
         fig.add_trace(go.Bar(x=names, y=deltas, name=f"{run.label} − {comparison.runs[0].label}"))
-    fig.update_layout(title="Accuracy difference to the first run, per category", yaxis_title="percentage points")
+    fig.update_layout(
+        title="Accuracy difference to the first run, per category",
+        yaxis_title="percentage points",
+        legend=_LEGEND_ON_TOP,
+    )
     head = "".join(f"<th>{html.escape(r.label)}</th>" for r in comparison.runs)
     rows = []
     for row in comparison.categories:

@@ -148,16 +148,35 @@ def _pct_text(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
 
 
+LEGEND_ON_TOP = {"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02, "yanchor": "bottom"}
+"""A horizontal legend between the title and the plot: below the plot it would sit where the x axis's (rotated,
+automargined) tick labels grow, and on one chart in two it did."""
+
+
 def _layout(title: str, y_title: str = "accuracy", **extra: Any) -> dict[str, Any]:
+    """The layout every report chart shares.
+
+    Why each part: the mode bar (plotly's zoom and download buttons) stands vertically in a right margin kept for it,
+    since across the top it covered the centred title on a half-width chart; both axes ``automargin``, so long
+    category labels (``Coreferential Reference``, rotated) grow the margin instead of being cut at the chart's edge;
+    the title is anchored to the top of the chart, above the legend and the plot.
+    """
+    legend = extra.get("legend") is not None
     layout: dict[str, Any] = {
-        "title": {"text": title},
-        "yaxis": {"title": {"text": y_title}, "tickformat": ".0%", "range": [0, 1.15]},
-        "margin": {"l": 60, "r": 20, "t": 50, "b": 90},
-        "height": 340,
+        "title": {"text": title, "x": 0.5, "xanchor": "center", "y": 0.98, "yanchor": "top", "yref": "container"},
+        "xaxis": {"automargin": True},
+        "yaxis": {"title": {"text": y_title}, "tickformat": ".0%", "range": [0, 1.15], "automargin": True},
+        "margin": {"l": 60, "r": MODEBAR_MARGIN, "t": 90 if legend else 55, "b": 30},
+        "height": 360,
         "showlegend": False,
+        "modebar": {"orientation": "v"},
     }
     layout.update(extra)
     return layout
+
+
+MODEBAR_MARGIN = 44
+"""Right margin (px) that holds the vertical mode bar, clear of the plot and its labels."""
 
 
 def _bar(labels: list[str], values: list[float | None], counts: list[str], name: str, colour: str) -> dict[str, Any]:
@@ -187,6 +206,16 @@ def _accuracy_figure(key: str, title: str, source: str, info: dict[str, Any], la
     return Figure(key=key, title=title, source=source, series=series, spec=spec)
 
 
+def _drop_text(drop: float | None) -> str:
+    """A drop in points as the line's label: ``−16.7 pt`` (a drop), ``+5.0 pt`` (a rise), ``0.0 pt`` (none, not the
+    ``−0.0`` a float a hair off zero would print)."""
+    if drop is None:
+        return ""
+    if abs(drop) < 5e-4:
+        return "0.0 pt"
+    return f"−{drop * 100:.1f} pt" if drop > 0 else f"+{-drop * 100:.1f} pt"
+
+
 def _transition_figure(metrics: Metrics) -> Figure:
     """Session accuracy per transition count, with the drop (in points) from the previous non-empty count."""
     info = metrics.extensions.get("transition_info") or {}
@@ -206,19 +235,26 @@ def _transition_figure(metrics: Metrics) -> Figure:
         "x": labels,
         "y": values,
         "connectgaps": True,
-        "text": ["" if d is None else f"−{d * 100:.1f} pt" if d >= 0 else f"+{-d * 100:.1f} pt" for d in drops],
-        "textposition": "middle right",
+        "text": [_drop_text(d) for d in drops],
+        "textposition": "top center",
+        "textfont": {"color": COLOURS["drop"]},
         "marker": {"color": COLOURS["drop"]},
         "hovertemplate": "%{x}: %{text}<extra>drop</extra>",
     }
+    bars = _bar(labels, values, counts, "session accuracy", COLOURS["accuracy"])
+    # the drop labels sit on the line's points, at the bars' tops: the bars' own labels go inside the bars (white)
+    # where there is a bar to hold them, so the two never print over each other; an empty count keeps n/a outside
+    bars["textposition"] = ["outside" if not v else "inside" for v in values]
+    bars["insidetextanchor"] = "end"
+    bars["insidetextfont"] = {"color": "white"}
     title = "Session accuracy by instruction transitions"
     spec = {
-        "data": [_bar(labels, values, counts, "session accuracy", COLOURS["accuracy"]), line],
+        "data": [bars, line],
         "layout": _layout(
             title,
             "session accuracy",
             showlegend=True,
-            legend={"orientation": "h", "y": -0.25},
+            legend=LEGEND_ON_TOP,
         ),
     }
     return Figure(
@@ -248,8 +284,8 @@ def _taxonomy_figure(metrics: Metrics) -> Figure:
         if leaf["count"]
     ]
     title = "Failed tasks by error class"
-    layout = _layout(title, "failed tasks", barmode="stack", showlegend=True)
-    layout["yaxis"] = {"title": {"text": "failed tasks"}, "rangemode": "tozero"}
+    layout = _layout(title, "failed tasks", barmode="stack", showlegend=True, legend=LEGEND_ON_TOP)
+    layout["yaxis"] = {"title": {"text": "failed tasks"}, "rangemode": "tozero", "automargin": True}
     if not data:
         layout["annotations"] = [{"text": "n/a: no failed task", "showarrow": False, "font": {"size": 16}}]
     return Figure(
@@ -281,7 +317,7 @@ def _optimal_progress_figure(metrics: Metrics) -> Figure:
             _bar(keys, opt, opt_counts, "optimal path rate", COLOURS["optimal"]),
             _bar(keys, prog, prog_counts, "accomplish progress", COLOURS["progress"]),
         ],
-        "layout": _layout(title, "rate", barmode="group", showlegend=True, legend={"orientation": "h", "y": -0.3}),
+        "layout": _layout(title, "rate", barmode="group", showlegend=True, legend=LEGEND_ON_TOP),
     }
     return Figure(key="optimal_progress", title=title, source="optimal_info+progress_info", series=series, spec=spec)
 
@@ -319,8 +355,8 @@ def _trials_figure(trials: dict[str, Any]) -> Figure:
             }
         )
     title = f"pass^k and pass@k over {k} trials"
-    layout = _layout(title, "rate", showlegend=True, legend={"orientation": "h", "y": -0.3})
-    layout["xaxis"] = {"title": {"text": "k"}, "tickvals": [int(kk) for kk in ks], "dtick": 1}
+    layout = _layout(title, "rate", showlegend=True, legend=LEGEND_ON_TOP)
+    layout["xaxis"] = {"title": {"text": "k"}, "tickvals": [int(kk) for kk in ks], "dtick": 1, "automargin": True}
     series = {name: trials[name] for name in ("pass^k", "pass@k")}
     return Figure(
         key="trials",
@@ -359,7 +395,7 @@ def _forked_figure(forked: dict[str, Any]) -> Figure:
         data.append(trace)
     gaps = {k: block["gap"] for k, block in groups.items()}
     title = "Self-conditioning gap: forced minus free task accuracy"
-    layout = _layout(title, "task accuracy", barmode="group", showlegend=True, legend={"orientation": "h", "y": -0.3})
+    layout = _layout(title, "task accuracy", barmode="group", showlegend=True, legend=LEGEND_ON_TOP)
     layout["annotations"] = [
         {
             "x": label,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from html import escape
 from importlib.resources import files
@@ -33,7 +33,15 @@ from toolwild.errors import ConfigError, DataError
 from toolwild.eval.metrics.accuracy import compute_metrics
 from toolwild.eval.metrics.forked import compute_forked_metrics
 from toolwild.eval.metrics.passk import compute_trial_metrics
-from toolwild.eval.runner import RunConfig, load_run_config, rescore_run, score_trials
+from toolwild.eval.runner import (
+    RunConfig,
+    check_result_file,
+    load_run_config,
+    missing_note,
+    rescore_run,
+    result_missing_note,
+    score_trials,
+)
 from toolwild.eval.scoring.dag import GoldDag, Position
 from toolwild.eval.scoring.session import score_suite
 from toolwild.eval.session import HistoryMode
@@ -56,6 +64,12 @@ class RunView:
     trajectories: dict[str, Trajectory]
     verdicts: list[SessionVerdict]
     config: RunConfig | None = None
+    missing: list[str] = field(default_factory=list)
+    """Sessions with no result (an unfinished run, or a result file that lacks them), in suite order: the report
+    counts them as failed, as ``toolwild score`` does, and says so."""
+    notes: list[str] = field(default_factory=list)
+    """What the reader should know about the input (a torn last line, results that could not be checked against
+    the suite), each naming its file: shown in the page and printed by ``toolwild report``."""
 
     @classmethod
     def of(
@@ -76,21 +90,30 @@ class RunView:
 
 def load_run(run_dir: Path, *, missing_as_failed: bool = False, trial: int = 0, fork: int = 0) -> RunView:
     """The run's sessions, trajectories and verdicts (scored again from its trajectories in its own mode), of one
-    trial of a trial run or one fork of a forked run (default 0, the run's own files)."""
+    trial of a trial run or one fork of a forked run (default 0, the run's own files), with the sessions that have
+    no result yet and a torn last line, if any."""
     run = rescore_run(run_dir, missing_as_failed=missing_as_failed, trial=trial, fork=fork)
-    return RunView.of(run.suite, run.trajectories, run.verdicts, run.config)
+    view = RunView.of(run.suite, run.trajectories, run.verdicts, run.config)
+    view.missing = run.missing
+    view.notes = [str(t) for t in run.torn]
+    return view
 
 
 def load_result_view(
     suite_path: Path, results: Path, *, mode: ScoringMode = ScoringMode.WTB
 ) -> tuple[RunView, LoadReport, LoadReport]:
     """A published WildToolBench result file (or a trajectories.jsonl) scored against its suite, as ``score`` does:
-    each published line is checked against the suite's session, and sessions without a result count as failed."""
+    each line is checked against the suite's session task by task, and sessions without a result count as
+    failed."""
     suite, suite_report = load_wtb_suite(suite_path)
-    trajectories, result_report = load_trajectories(results, suite=suite)
+    unchecked: list[str] = []
+    trajectories, result_report = load_trajectories(results, suite=suite, unchecked=unchecked)
     if not trajectories:
         raise ConfigError(f"{results}: no results to show")
+    warning = check_result_file(results, suite, suite_path, unchecked)
     view = RunView.of(suite, trajectories, score_suite(suite, trajectories, mode=mode))
+    view.missing = [s.id for s in suite.sessions if s.id not in view.trajectories]
+    view.notes = [warning] if warning is not None else []
     return view, suite_report, result_report
 
 
@@ -127,7 +150,7 @@ def write_report(
     ``eval`` passes the verdicts and metrics it has just written (``view``, ``metrics``) so the report costs no
     second scoring; ``toolwild report`` loads them from the run directory.
     """
-    view = view or load_run(run_dir)
+    view = view or load_run(run_dir, missing_as_failed=True)
     metrics = metrics or _run_metrics(run_dir, view)
     config = view.config or load_run_config(run_dir)
     forked = config.history is HistoryMode.FORKED
@@ -142,14 +165,23 @@ def write_report(
         **({"trials": config.trials} if config.trials > 1 else {}),
         **({"forks": max(map(len, (s.tasks for s in view.sessions.values())), default=0)} if forked else {}),
     }
+    if view.missing:  # an unfinished run: its figures are not the run's yet
+        meta["unfinished"] = missing_note(run_dir, view.missing, len(view.sessions))
     return _write(out or run_dir / REPORT, render_report(view, metrics, meta))
 
 
 def write_result_report(
-    suite_path: Path, results: Path, out: Path | None = None, *, mode: ScoringMode = ScoringMode.WTB
+    suite_path: Path,
+    results: Path,
+    out: Path | None = None,
+    *,
+    mode: ScoringMode = ScoringMode.WTB,
+    view: RunView | None = None,
 ) -> tuple[Path, Metrics]:
-    """The report of a published result file (default: ``RESULT.report.html`` beside it)."""
-    view, _suite_report, _result_report = load_result_view(suite_path, results, mode=mode)
+    """The report of a published result file (default: ``RESULT.report.html`` beside it); ``view``: the file
+    already loaded by :func:`load_result_view` (``toolwild report`` prints its notes)."""
+    if view is None:
+        view, _suite_report, _result_report = load_result_view(suite_path, results, mode=mode)
     name = next((t.model for t in view.trajectories.values() if t.model), None) or results.stem
     metrics = compute_metrics(view.verdicts, model_name=name, mode=mode)
     meta = {
@@ -161,6 +193,8 @@ def write_result_report(
         "suite": str(suite_path),
         "source": str(results),
     }
+    if view.missing:  # the documented rule (they count as failed), said where the figures are shown
+        meta["notes"] = [*view.notes, result_missing_note(results, view.missing, len(view.sessions))]
     path = out or results.with_name(results.stem + ".report.html")
     return _write(path, render_report(view, metrics, meta)), metrics
 
@@ -191,7 +225,13 @@ def render_report(view: RunView, metrics: Metrics, meta: dict[str, Any]) -> str:
 
     meta = {**meta, "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "version": __version__}
     ext = metrics.extensions
-    meta["figures_complete"] = ext.get("figures_complete", True)
+    incomplete = [] if ext.get("figures_complete", True) else ["Harness errors: the figures are incomplete."]
+    if meta.get("unfinished"):  # sessions without a result count as failed (as score counts them), and are listed
+        incomplete.append(meta["unfinished"])
+    meta["figures_complete"] = not incomplete
+    meta["incomplete"] = incomplete
+    meta["missing_sessions"] = view.missing
+    meta.setdefault("notes", view.notes)
     meta["excluded_sessions"] = len(ext.get("provider_error_sessions") or []) + len(
         ext.get("harness_error_sessions") or []
     )

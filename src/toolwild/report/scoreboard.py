@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
+from toolwild.core.task import TaskType, TurnSubtype
 from toolwild.core.verdict import Metrics
 
 __all__ = ["render_forked", "render_outcomes", "render_scoreboard", "render_trials"]
@@ -25,6 +28,21 @@ def _interval(bounds: dict[str, Any] | None) -> str:
     return f"[{_pct(bounds['low'])}, {_pct(bounds['high'])}]" if bounds else ""
 
 
+MULTI_TOOL = "Multi-Tool"
+"""The published ``task_type_info`` row that sums the three multi-tool types (a parent, not a fourth type)."""
+SUBSEQUENT_TURN = "Subsequent Turn"
+"""The published ``turn_subtype_info`` row of every task after the first; the hidden-intent subtypes are its parts."""
+CHILDREN: dict[str, tuple[str, ...]] = {
+    MULTI_TOOL: tuple(t.value for t in TaskType if t.is_multi),
+    SUBSEQUENT_TURN: tuple(t.value for t in TurnSubtype if t is not TurnSubtype.FIRST),
+}
+"""Rows of the published breakdowns that are parts of another row, shown indented under it."""
+USER_AUDIT_ROW = "User audit error rate"
+"""The headline row of a run with a simulated user: how often its audit found the user failing."""
+USER_CLASS = "Simulated user (audit)"
+"""The error-table row of failed tasks that are the simulated user's (see ``extensions.user.audit_failed_tasks``)."""
+
+
 def _leaf_row(table: Table, name: str, leaf: dict[str, Any]) -> None:
     if leaf.get("total_count", 0) == 0:
         return
@@ -32,19 +50,46 @@ def _leaf_row(table: Table, name: str, leaf: dict[str, Any]) -> None:
 
 
 def _section(title: str, info: dict[str, dict[str, Any]], unit: str = "tasks") -> Table:
+    """A breakdown as a table, the rows that are parts of another (:data:`CHILDREN`) indented under it.
+
+    Why: the published breakdowns hold a parent row beside its parts (``Multi-Tool`` is the sum of the parallel,
+    sequential and mixed rows), and shown flat the rows of 16 tasks added up to 17. Indented, the rows at the left
+    margin add up to the total, and a part always follows its parent.
+    """
     table = Table(title=title, title_justify="left")
     table.add_column("", style="bold")
     table.add_column("accuracy", justify="right")
     table.add_column(unit, justify="right")
+    under_parent = {child for parent, children in CHILDREN.items() if parent in info for child in children}
     for name, leaf in info.items():
+        if name in under_parent:
+            continue
         _leaf_row(table, name, leaf)
+        for child in CHILDREN.get(name, ()):
+            if child in info:
+                _leaf_row(table, f"  {child}", info[child])
     return table
+
+
+def _user_row(head: Table, user: dict[str, Any]) -> None:
+    """The simulated user's audit beside the accuracy: a share of the agent's failures may be the user's."""
+    rate = user.get("audit_error_rate")
+    if rate is None:
+        return
+    runs, failed = user.get("audit_runs"), user.get("audit_failed_runs")
+    counts = f"{failed}/{runs}" if runs is not None and failed is not None else ""
+    head.add_row(USER_AUDIT_ROW, _pct(rate), counts, "sessions", _interval(user.get("audit_interval")))
 
 
 def render_scoreboard(metrics: Metrics, console: Console) -> None:
     """Print the headline metrics: totals with confidence intervals, then the breakdowns and error classes."""
     ext = metrics.extensions
-    head = Table(title=f"{metrics.model_name} · mode {ext.get('mode', 'wtb')}", title_justify="left")
+    user = ext.get("user") or {}
+    title = f"{metrics.model_name} · mode {ext.get('mode', 'wtb')}"
+    if "user" in user:
+        title += f" · user {user['user']}"
+    # Text: a model's name is read neither as markup nor as emoji codes
+    head = Table(title=Text(title, style="table.title"), title_justify="left")
     head.add_column("metric", style="bold")
     head.add_column("value", justify="right")
     head.add_column("n", justify="right")
@@ -56,6 +101,7 @@ def render_scoreboard(metrics: Metrics, console: Console) -> None:
         bounds = ci.get(key) if leaf["total_count"] else None
         interval = f"[{_pct(bounds['low'])}, {_pct(bounds['high'])}]" if bounds else ""
         head.add_row(label, *_rate(leaf["correct_count"], leaf["total_count"], leaf["accuracy"]), unit, interval)
+    _user_row(head, user)
     opt = metrics.optimal_info["Total"]
     if opt["total_count"]:
         head.add_row(
@@ -97,19 +143,50 @@ def render_scoreboard(metrics: Metrics, console: Console) -> None:
             _section("Sessions by instruction transitions", transitions, unit="sessions"),
         )
     )
-    taxonomy = {k: v for k, v in ext.get("error_taxonomy", {}).items() if v["count"]}
-    if taxonomy:
-        errors = Table(title="Failed tasks by error class", title_justify="left")
-        errors.add_column("class", style="bold")
-        errors.add_column("family")
-        errors.add_column("count", justify="right")
-        errors.add_column("share", justify="right")
-        for name, v in sorted(taxonomy.items(), key=lambda kv: -kv[1]["count"]):
-            errors.add_row(name, v["family"], str(v["count"]), _pct(v["share"]))
-        console.print(errors)
+    _render_errors(ext, console)
     render_trials(metrics, console)
     render_forked(metrics, console)
     render_outcomes(metrics, console)
+
+
+def _render_errors(ext: dict[str, Any], console: Console) -> None:
+    """Failed tasks by error class; with a simulated user, the failures that are the user's on a row of their own.
+
+    Why: the error classes judge the agent's steps, so a task the simulated user ended at the agent's question was
+    filed as the agent's Early Termination. The run's user audit says where the user fails
+    (``extensions.user.audit_failed_tasks``); those failures are taken out of the agent's classes and shown as the
+    user's, and the shares stay shares of every failed task.
+    """
+    taxonomy = {k: dict(v) for k, v in ext.get("error_taxonomy", {}).items() if v["count"]}
+    if not taxonomy:
+        return
+    failed = sum(v["count"] for v in taxonomy.values())
+    users = (ext.get("user") or {}).get("audit_failed_tasks") or {}
+    for name, n in (users.get("by_class") or {}).items():
+        if name in taxonomy:
+            taxonomy[name]["count"] -= min(n, taxonomy[name]["count"])
+    by_user = failed - sum(v["count"] for v in taxonomy.values())
+    if by_user:
+        taxonomy[USER_CLASS] = {"family": "user", "count": by_user}
+    errors = Table(title="Failed tasks by error class", title_justify="left")
+    errors.add_column("class", style="bold")
+    errors.add_column("family")
+    errors.add_column("count", justify="right")
+    errors.add_column("share", justify="right")
+    for name, v in sorted(taxonomy.items(), key=lambda kv: -kv[1]["count"]):
+        if v["count"]:
+            errors.add_row(name, v["family"], str(v["count"]), _pct(v["count"] / failed))
+    console.print(errors)
+    tasks = int(users.get("tasks") or 0)
+    if tasks:
+        unclassed = tasks - by_user
+        console.print(
+            f"{USER_CLASS}: {tasks} failed task(s) from where the run's user audit found the simulated user failing "
+            "(it ended a task at a question, withheld or leaked a value) are the user's failures, not the agent's"
+            + (f" ({unclassed} of them failed a state or answer check, which has no error class)" if unclassed else "")
+            + "; still counted as failed (--exclude-user-failures leaves their sessions out).",
+            style="dim",
+        )
 
 
 def render_trials(metrics: Metrics, console: Console) -> None:
@@ -154,7 +231,7 @@ def render_trials(metrics: Metrics, console: Console) -> None:
         )
     incomplete = trials.get("incomplete_sessions") or []
     if incomplete:
-        shown = ", ".join(f"{s['session_id']} ({s['valid_trials']}/{trials['k']})" for s in incomplete[:5])
+        shown = ", ".join(f"{escape(s['session_id'])} ({s['valid_trials']}/{trials['k']})" for s in incomplete[:5])
         more = f" and {len(incomplete) - 5} more" if len(incomplete) > 5 else ""
         console.print(
             f"[yellow]{len(incomplete)} session(s) with trials left out (provider or harness errors); their "
@@ -237,7 +314,7 @@ def render_forked(metrics: Metrics, console: Console) -> None:
     )
     incomplete = forked.get("incomplete_sessions") or []
     if incomplete:
-        shown = ", ".join(f"{s['session_id']} (forks {s['forks_left_out']})" for s in incomplete[:5])
+        shown = ", ".join(f"{escape(s['session_id'])} (forks {s['forks_left_out']})" for s in incomplete[:5])
         more = f" and {len(incomplete) - 5} more" if len(incomplete) > 5 else ""
         console.print(
             f"[yellow]{len(incomplete)} session(s) left out of the forked figures (a fork lost to the provider or "
@@ -257,7 +334,7 @@ def render_outcomes(metrics: Metrics, console: Console) -> None:
         if ext.get("provider_errors_counted"):
             console.print(f"[yellow]{len(provider)} session(s) lost to provider errors, counted as failed[/]")
         else:
-            shown = ", ".join(provider[:5]) + (" …" if len(provider) > 5 else "")
+            shown = escape(", ".join(provider[:5])) + (" …" if len(provider) > 5 else "")
             console.print(
                 f"[yellow]{len(provider)} session(s) lost to provider errors, excluded from accuracy: {shown}[/]"
             )
@@ -274,6 +351,6 @@ def render_outcomes(metrics: Metrics, console: Console) -> None:
             "bug), left out of every figure above:[/]"
         )
         for item in harness[:5]:
-            console.print(f"  [red]•[/] {item['session_id']}: {item['error']}")
+            console.print(f"  [red]•[/] {escape(item['session_id'])}: {escape(str(item['error']))}")
         if len(harness) > 5:
             console.print(f"  … and {len(harness) - 5} more")

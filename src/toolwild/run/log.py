@@ -8,6 +8,11 @@ one line per finished unit, appended and flushed the moment the unit finishes (i
 Why offsets and not a copy in memory: a job of 100,000 sessions must not hold them. Opening the log records, per
 key, where its line starts; :meth:`UnitLog.records` reads the results back one at a time, sorted by their place in
 the output, so the final file is the same whatever order the units finished in.
+
+One writer: an open log holds its :class:`~toolwild.run.lock.OutputLock` (``X.lock`` beside it) until closed, so a
+second process that opens it to write (a ``--resume`` while the first run is alive) is refused naming the holder,
+instead of interleaving its lines with the first one's. A line that is still damaged (a file edited by hand, a log
+written before the lock) is a :class:`DataError` naming the file and line, when opened and when read back.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from toolwild.core.files import decode_text
 from toolwild.core.jsonl import parse_json, validation_to_data_error
 from toolwild.errors import ConfigError, DataError
+from toolwild.run.lock import OutputLock
 
 __all__ = ["UnitLog", "UnitRecord", "UnitStatus"]
 
@@ -73,15 +79,32 @@ class _Entry:
     order: int
     offset: int
     status: UnitStatus
+    line: int
+    """1-based, to name the line when it cannot be read back."""
+
+
+_DAMAGED = "delete that line to redo its unit, or the file to start over"
+"""How to go on past a damaged line of a log (its unit is simply run again)."""
 
 
 class UnitLog:
     """An open unit log (see the module docstring). Use :meth:`start` or :meth:`resume`, then :meth:`append`."""
 
-    def __init__(self, path: Path, handle: IO[bytes], entries: dict[str, _Entry], *, complete: bool) -> None:
+    def __init__(
+        self,
+        path: Path,
+        handle: IO[bytes],
+        entries: dict[str, _Entry],
+        *,
+        complete: bool,
+        lines: int,
+        lock: OutputLock,
+    ) -> None:
         self.path = path
         self._handle = handle
         self._entries = entries
+        self._lines = lines
+        self._lock = lock
         self.complete = complete
         """Whether the job that wrote the log finished (its outputs were written)."""
 
@@ -91,30 +114,39 @@ class UnitLog:
         """A new, empty log for a run (an existing log of a finished run is replaced).
 
         Raises:
-            ConfigError: the path holds the log of an unfinished run: it is never thrown away silently.
+            ConfigError: the path holds the log of an unfinished run: it is never thrown away silently; another
+                process has the log open (its pid named).
         """
         p = Path(path)
-        if p.exists() and p.stat().st_size:
-            try:
-                previous = cls.resume(p, job=job, fingerprint=None, identity=identity)
-            except (ConfigError, DataError) as exc:
-                raise ConfigError(
-                    f"{p} exists and is not a finished {job} log ({exc}): remove it or write elsewhere"
-                ) from None
-            if not previous.complete:
-                done = len(previous.done_keys())
-                previous.close()
-                raise ConfigError(
-                    f"{p} holds an unfinished run ({done} unit(s) finished): continue it with --resume, or remove "
-                    "the file to start over"
-                )
-            previous.close()
-        p.parent.mkdir(parents=True, exist_ok=True)
-        handle = p.open("wb")
+        lock = OutputLock(p).acquire()  # before looking: what another writer is writing is not looked at, nor replaced
+        try:
+            if p.exists() and p.stat().st_size:
+                cls._check_replaceable(p, job, identity)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            handle = p.open("wb")
+        except BaseException:
+            lock.release()
+            raise
         header = _Header(kind=_KIND, format_version=_VERSION, job=job, fingerprint=fingerprint, identity=identity)
         handle.write(_line(header.model_dump(mode="json")))
         handle.flush()
-        return cls(p, handle, {}, complete=False)
+        return cls(p, handle, {}, complete=False, lines=1, lock=lock)
+
+    @classmethod
+    def _check_replaceable(cls, path: Path, job: str, identity: dict[str, Any]) -> None:
+        """A log may be replaced only when it is a finished run's."""
+        try:
+            previous = cls.resume(path, job=job, fingerprint=None, identity=identity)
+        except (ConfigError, DataError) as exc:
+            raise ConfigError(
+                f"{path} exists and is not a finished {job} log ({exc}): remove it or write elsewhere"
+            ) from None
+        with previous:
+            if not previous.complete:
+                raise ConfigError(
+                    f"{path} holds an unfinished run ({len(previous.done_keys())} unit(s) finished): continue it "
+                    "with --resume, or remove the file to start over"
+                )
 
     @classmethod
     def resume(
@@ -138,7 +170,12 @@ class UnitLog:
         entries: dict[str, _Entry] = {}
         complete = False
         header: _Header | None = None
-        handle = p.open("r+b")
+        lock = OutputLock(p).acquire()  # before reading: a live writer's half-written last line is not cut off
+        try:
+            handle = p.open("r+b")
+        except BaseException:
+            lock.release()
+            raise
         try:
             offset = 0
             number = 0
@@ -165,13 +202,14 @@ class UnitLog:
                         cut = start
                         break
                     error = exc if isinstance(exc, DataError) else validation_to_data_error(exc)
+                    hint = f" ({_DAMAGED})" if header is not None else ""  # a header line has no unit to redo
                     raise DataError(
-                        f"not a unit log record: {error.message}", file=p, line=number, field=error.field
+                        f"not a unit log record{hint}: {error.message}", file=p, line=number, field=error.field
                     ) from None
                 if torn:
                     cut = start  # a whole record but no newline: dropped (the unit is redone) so appends start cleanly
                     break
-                entries[record.key] = _Entry(record.order, start, record.status)
+                entries[record.key] = _Entry(record.order, start, record.status, number)
                 complete = False
             if header is None:
                 raise DataError("empty unit log (no header line)", file=p, line=1)
@@ -179,14 +217,17 @@ class UnitLog:
                 raise ConfigError(f"{p} is the log of a {header.job!r} run, not of {job!r}")
             if fingerprint is not None and header.fingerprint != fingerprint:
                 raise ConfigError(f"{p} belongs to another run: {_difference(header.identity, identity)}")
+            lines = number
             if cut is not None:
                 handle.truncate(cut)
                 complete = False
+                lines -= 1  # the cut line was the last one read
             handle.seek(0, os.SEEK_END)
         except BaseException:
             handle.close()
+            lock.release()
             raise
-        return cls(p, handle, entries, complete=complete)
+        return cls(p, handle, entries, complete=complete, lines=lines, lock=lock)
 
     # -------------------------------------------------------------------------------------------- writing
     def append(self, record: UnitRecord) -> None:
@@ -195,7 +236,8 @@ class UnitLog:
         offset = self._handle.tell()
         self._handle.write(_line(record.model_dump(mode="json")))
         self._handle.flush()
-        self._entries[record.key] = _Entry(record.order, offset, record.status)
+        self._lines += 1
+        self._entries[record.key] = _Entry(record.order, offset, record.status, self._lines)
         self.complete = False
 
     def mark_complete(self) -> None:
@@ -203,11 +245,15 @@ class UnitLog:
         self._handle.seek(0, os.SEEK_END)
         self._handle.write(_line({"end": True}))
         self._handle.flush()
+        self._lines += 1
         self.complete = True
 
     def close(self) -> None:
-        """Close the file."""
-        self._handle.close()
+        """Close the file and let go of its lock (another process may then open it)."""
+        try:
+            self._handle.close()
+        finally:
+            self._lock.release()
 
     def __enter__(self) -> UnitLog:
         return self
@@ -228,13 +274,40 @@ class UnitLog:
         return len(self._entries)
 
     def records(self) -> Iterator[UnitRecord]:
-        """Every unit's latest record, in output order (``order``, then key), read one at a time."""
+        """Every unit's latest record, in output order (``order``, then key), read one at a time.
+
+        Raises:
+            DataError: a line that no longer holds the record read when the log was opened (the file was changed
+                since, by hand or by a process that ignored the lock), naming the file and line.
+        """
         ordered = sorted(self._entries.items(), key=lambda item: (item[1].order, item[0]))
         with self.path.open("rb") as reader:
-            for _key, entry in ordered:
+            for key, entry in ordered:
                 reader.seek(entry.offset)
-                raw = reader.readline()
-                yield UnitRecord.model_validate(json.loads(raw))
+                yield self._read_back(reader.readline(), key, entry)
+
+    def _read_back(self, raw: bytes, key: str, entry: _Entry) -> UnitRecord:
+        """The record of ``key`` from its line, or a DataError naming the line (never a traceback)."""
+        path, line = self.path, entry.line
+        try:
+            obj = parse_json(decode_text(raw.rstrip(b"\n"), file=path, line=line), file=path, line=line)
+            record = UnitRecord.model_validate(obj)
+        except (DataError, ValidationError) as exc:
+            error = exc if isinstance(exc, DataError) else validation_to_data_error(exc)
+            raise DataError(
+                f"the unit log changed while open, its record of {key!r} is damaged ({_DAMAGED}): {error.message}",
+                file=path,
+                line=line,
+                field=error.field,
+            ) from None
+        if record.key != key:
+            raise DataError(
+                f"the unit log changed while open: the line of {key!r} now holds {record.key!r} (was another process "
+                "writing it?)",
+                file=path,
+                line=line,
+            )
+        return record
 
 
 def _line(obj: Any) -> bytes:

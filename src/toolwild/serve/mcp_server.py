@@ -27,6 +27,12 @@ What a client sees:
 
 ``--record FILE`` appends one :class:`RecordedCall` per call served, so a run of an agent that talks MCP can be
 scored from what happened.
+
+Where the SDK falls short of JSON-RPC 2.0 this module fills in: a stdin line that is not JSON is answered with a
+parse error (``-32700``, ``"id": null``) and logged, where the SDK drops it silently; an invalid-params error
+(``-32602``) names the offending field, where the SDK says only "Invalid request parameters"; and when the client
+closes stdin, every request already read is answered before the process exits, where the SDK cancels them (see
+:func:`run_stdio`).
 """
 
 from __future__ import annotations
@@ -36,12 +42,13 @@ import json
 import logging
 import re
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from toolwild.core.tool import Effect, Tool
 from toolwild.envs.base import EnvironmentBackend, Episode, Observation
@@ -53,12 +60,14 @@ try:  # the optional extra `mcp`: toolwild works without it, and `serve mcp` say
     import mcp_types
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
+    from mcp.shared.message import SessionMessage
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 except ImportError:  # pragma: no cover - exercised by the wheel check without extras
     mcp_types = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from mcp.server.context import ServerRequestContext
+    from anyio.abc import ObjectReceiveStream, ObjectSendStream
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
     from starlette.applications import Starlette
 
 __all__ = [
@@ -70,6 +79,7 @@ __all__ = [
     "call_result",
     "check_host",
     "http_url",
+    "invalid_params_error",
     "is_loopback",
     "log_to_stderr",
     "mcp_tool",
@@ -212,6 +222,65 @@ def _server_failure(what: str, exc: BaseException) -> MCPError:
     )
 
 
+_BARE_INVALID_PARAMS = "Invalid request parameters"
+"""The SDK's whole message for every invalid-params error (it keeps pydantic's text, which quotes the client's
+input, off the wire)."""
+_MAX_FIELDS = 5
+"""Invalid fields named in one error's message (``data.errors`` lists up to 20)."""
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    """A pydantic error location as a path into the request: ``params.arguments``, ``params.items[0]``."""
+    parts = list(loc)
+    if not parts or parts[0] != "params":  # a handler's own params model: its locations start inside params
+        parts.insert(0, "params")
+    path = ""
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def invalid_params_error(exc: ValidationError) -> MCPError:
+    """A ``-32602`` that names every invalid field: in the message (``params.name: Field required``) and as
+    ``data.errors`` (``[{"field", "message"}]``). pydantic's wording is kept, its ``input`` (the client's value,
+    possibly large or private) is not."""
+    errors = [{"field": _field_path(tuple(e["loc"])), "message": e["msg"]} for e in exc.errors(include_url=False)]
+    shown = "; ".join(f"{e['field']}: {e['message']}" for e in errors[:_MAX_FIELDS])
+    more = f"; and {len(errors) - _MAX_FIELDS} more" if len(errors) > _MAX_FIELDS else ""
+    return MCPError(
+        code=mcp_types.INVALID_PARAMS,
+        message=f"{_BARE_INVALID_PARAMS}: {shown}{more}",
+        data={"errors": errors[:20]},
+    )
+
+
+class _NamedInvalidParams:
+    """Server middleware: an invalid-params error says which field and why.
+
+    The SDK validates a request's params against its models and answers any failure with a bare "Invalid request
+    parameters" (``data: ""``), so a client cannot tell ``params.name`` missing from ``params.arguments`` not being
+    an object. This wraps every request (validation happens inside ``call_next``) and re-raises the failure with
+    the fields named; the one other bare ``-32602``, a request before ``initialize``, gets its reason."""
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        try:
+            return await call_next(ctx)
+        except ValidationError as exc:
+            if ctx.request_id is None:  # a notification gets no answer; the SDK logs and drops it
+                raise
+            raise invalid_params_error(exc) from None
+        except MCPError as exc:
+            error = exc.error
+            if error.code == mcp_types.INVALID_PARAMS and error.message == _BARE_INVALID_PARAMS and not error.data:
+                raise MCPError(
+                    code=mcp_types.INVALID_PARAMS,
+                    message=f"{_BARE_INVALID_PARAMS}: {ctx.method} before the session is initialized: send "
+                    "initialize first",
+                    data={"errors": [{"field": "method", "message": "the session is not initialized"}]},
+                ) from None
+            raise
+
+
 class McpEnvironmentServer:
     """An environment served over MCP: the tool listing, the calls, one episode per session, the record.
 
@@ -262,6 +331,7 @@ class McpEnvironmentServer:
         )
         if self.transport == "http":
             server.add_request_handler("server/discover", mcp_types.RequestParams, self._discover_handshake_only)
+        server.middleware.append(_NamedInvalidParams())  # innermost: the SDK's tracing still sees the failure
         return server
 
     @asynccontextmanager
@@ -409,13 +479,124 @@ def _version() -> str:
     return __version__
 
 
+class _StdioRelay:
+    """Between the SDK's stdio transport and its server: answers lines that are not JSON-RPC, and holds the end of
+    input back until every request already read has been answered.
+
+    Why: the SDK's transport hands a line it cannot decode to the server as an exception, which the server drops
+    without a word (JSON-RPC 2.0 wants an error response: ``-32700`` or ``-32600``); and at the end of stdin the
+    server cancels the requests still running, so a client that writes its requests and closes stdin (``echo ... |
+    toolwild serve mcp``) gets no answers. Here the server sees the end of input only once nothing it read is
+    unanswered: a request leaves the count when its response or error is written, or when the client cancels it
+    (``notifications/cancelled``: the SDK never answers a cancelled request).
+    """
+
+    def __init__(
+        self, wire_in: ObjectReceiveStream[Any], wire_out: ObjectSendStream[Any], server: McpEnvironmentServer
+    ) -> None:
+        self._wire_in = wire_in
+        self._wire_out = wire_out
+        self._server = server
+        self._unanswered: Counter[Any] = Counter()
+        self._drained: anyio.Event | None = None
+        """Set once stdin has ended and every request read has been answered."""
+
+    async def run(self) -> None:
+        to_server, server_in = anyio.create_memory_object_stream[Any](0)
+        server_out, from_server = anyio.create_memory_object_stream[Any](0)
+        sdk = self._server.server
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._inbound, to_server)
+            tg.start_soon(self._outbound, from_server)
+            await sdk.run(server_in, server_out, sdk.create_initialization_options())
+
+    async def _inbound(self, to_server: ObjectSendStream[Any]) -> None:
+        """Every stdin line, in order: a message goes to the server, anything else is answered here."""
+        line = 0
+        async with to_server:
+            async for item in self._wire_in:
+                line += 1
+                if isinstance(item, Exception):
+                    await self._refuse(item, line)
+                    continue
+                message = item.message
+                if isinstance(message, mcp_types.JSONRPCRequest):
+                    self._unanswered[message.id] += 1
+                elif isinstance(message, mcp_types.JSONRPCNotification) and message.method == "notifications/cancelled":
+                    self._settle((message.params or {}).get("requestId"))
+                await to_server.send(item)
+            waiting = sum(self._unanswered.values())
+            if waiting:
+                logger.info("stdin closed: answering the %d request(s) already read before exiting", waiting)
+                self._drained = anyio.Event()
+                await self._drained.wait()
+
+    async def _outbound(self, from_server: ObjectReceiveStream[Any]) -> None:
+        """Every message the server writes, to stdout; a response or error settles its request."""
+        async with self._wire_out, from_server:
+            async for item in from_server:
+                await self._wire_out.send(item)
+                message = item.message
+                if isinstance(message, mcp_types.JSONRPCResponse | mcp_types.JSONRPCError):
+                    self._settle(message.id)
+
+    def _settle(self, request_id: Any) -> None:
+        if request_id is None or self._unanswered[request_id] <= 0:
+            return
+        self._unanswered[request_id] -= 1
+        if self._unanswered[request_id] == 0:
+            del self._unanswered[request_id]
+        if self._drained is not None and not self._unanswered:
+            self._drained.set()
+
+    async def _refuse(self, exc: Exception, line: int) -> None:
+        """Answer a line that is not a JSON-RPC message (a blank line is skipped, as between messages), and log it.
+
+        JSON-RPC 2.0: not JSON is ``-32700`` Parse error with ``"id": null`` (no id can be read); JSON that is not a
+        valid message is ``-32600`` Invalid Request, with its ``id`` when it has a usable one, else null. Neither
+        quotes the line back (it may be anything, and the log is read by people)."""
+        errors = exc.errors(include_url=False) if isinstance(exc, ValidationError) else []
+        first = errors[0] if errors else {}
+        if first.get("type") == "json_invalid":
+            raw = first.get("input")
+            if isinstance(raw, str | bytes) and not raw.strip():
+                return
+            code, what = mcp_types.PARSE_ERROR, "Parse error: the line is not JSON"
+            detail = str(first.get("msg", "")).removeprefix("Invalid JSON: ")
+        else:
+            code, what = mcp_types.INVALID_REQUEST, "Invalid Request: the line is JSON but not a JSON-RPC 2.0 message"
+            detail = 'an object with "jsonrpc": "2.0" and a "method" (or a "result" or "error") was expected'
+        logger.warning("stdin line %d: %s (%s); answered with error %d", line, what, detail, code)
+        reply = mcp_types.JSONRPCError(
+            jsonrpc="2.0",
+            id=_request_id(errors) if code == mcp_types.INVALID_REQUEST else None,
+            error=mcp_types.ErrorData(code=code, message=f"{what} ({detail}; stdin line {line})"),
+        )
+        await self._wire_out.send(SessionMessage(reply))
+
+
+def _request_id(errors: list[Any]) -> int | str | None:
+    """The id of an invalid request when it has a usable one (pydantic reports the decoded object as the input of
+    each union member's error), else None: JSON-RPC answers an Invalid Request with its id when it can be read."""
+    for error in errors:
+        value = error.get("input")
+        if isinstance(value, dict):
+            rid = value.get("id")
+            if isinstance(rid, int | str) and not isinstance(rid, bool):
+                return rid
+    return None
+
+
 async def run_stdio(server: McpEnvironmentServer) -> None:
-    """Serve one client over stdin/stdout until it closes stdin. While serving, the SDK points file descriptor 1 at
-    stderr, so nothing but protocol reaches stdout (a stray print goes to stderr)."""
+    """Serve one client over stdin/stdout until it closes stdin, then answer what it already asked and return.
+
+    While serving, the SDK points file descriptor 1 at stderr, so nothing but protocol reaches stdout (a stray print
+    goes to stderr). Between its transport and its server sits :class:`_StdioRelay`: a line that is not JSON-RPC
+    gets its JSON-RPC error and a log line, and the end of stdin waits for every request read to be answered."""
     from mcp.server.stdio import stdio_server
 
     async with stdio_server() as (read_stream, write_stream):
-        await server.server.run(read_stream, write_stream, server.server.create_initialization_options())
+        await _StdioRelay(read_stream, write_stream, server).run()
 
 
 def is_loopback(host: str) -> bool:

@@ -17,6 +17,7 @@ from datetime import date
 from typing import Any
 
 from toolwild.core.answers import observation_result
+from toolwild.core.grounding import ungrounded_identifiers
 from toolwild.core.hidden_intent import check_subtypes, mentions, shown_text
 from toolwild.core.references import AMBIGUOUS_REFERENCE, Pointer, ambiguous_references, candidates, resolve, same_value
 from toolwild.core.schema import schema_errors
@@ -63,6 +64,10 @@ _SUBTYPE = {
     "long": TurnSubtype.LONG_RANGE,
 }
 AMBIGUOUS = AMBIGUOUS_REFERENCE
+INCOHERENT = "incoherent reference"
+"""Why a task attempt was dropped when it carries a value that described one thing into a call about another."""
+UNGROUNDED = "ungrounded identifier"
+"""Why a task attempt was dropped when a gold call passes an identifier the agent was never shown."""
 
 
 class Dropped(Exception):
@@ -426,6 +431,9 @@ async def build_task(
         tasks=[*state.tasks, task],
         extra={"mentioned_values": state.mentioned},
     )
+    ungrounded = [f for f in ungrounded_identifiers(provisional) if f.task_index == i]
+    if ungrounded:
+        raise Dropped(UNGROUNDED, ungrounded[0].message[:200])
     findings = [f for f in check_subtypes(provisional) if f.task_index == i]
     if findings:
         raise Dropped("subtype not borne out by the values", findings[0].message[:200])
@@ -449,6 +457,24 @@ async def build_task(
 
 def _tool(state: SessionState, name: str) -> Tool:
     return next(t for t in state.env.tools if t.name == name)
+
+
+def _check_coherent(fact: Fact, args: dict[str, Any]) -> None:
+    """Refuse a reference that carries a value a call gave back about one thing into a call about another: "order
+    coffee, as many units as the stock I just checked" (of sugar) is no request a person makes.
+
+    Raises:
+        Dropped: (:data:`INCOHERENT`) the call names, under a key the fact's source call was asked about, another
+            value.
+    """
+    if fact.channel != "result":
+        return
+    for key, value in fact.about:
+        clash = [v for p, v in args.items() if key_matches(key, p) and isinstance(v, str) and not same_value(v, value)]
+        if clash:
+            raise Dropped(
+                INCOHERENT, f"{fact.key} {fact.value!r} is {key} {value!r}'s; this call is about {clash[0]!r}"
+            )
 
 
 async def _calls(
@@ -493,6 +519,8 @@ async def _calls(
             phrase.fed[param] = (parent, entity)
             deps.append(call_nodes[parent])
         args = _fill(state, call, fixed, rng, optional=ref.mode != "partial")
+        if k == 0 and ref.fact is not None and ref.mode in ("coref", "long"):
+            _check_coherent(ref.fact, args)
         if any(c.tool.name == call.tool.name and c_args == args for c, c_args in zip(plan.calls, done, strict=False)):
             raise Dropped("the same call twice in one task", call.tool.name)
         if state.repeats(call.tool, args):

@@ -39,12 +39,16 @@ class Fact:
     """``arg`` (the user asked for it or said it), ``result`` (a call gave it back), or empty (the environment)."""
     tool: str = ""
     """The tool of the call that showed it (empty for the user's own words)."""
+    about: tuple[tuple[str, Any], ...] = ()
+    """For a result: the text arguments of the call that gave it back (``(("item", "sugar"),)``), the thing the
+    result describes: the stock level of sugar is no amount to order coffee by."""
 
 
 def facts_of(task: int, tool: Tool, arguments: dict[str, Any], result: Any) -> list[Fact]:
     """The facts one call shows: its argument values and the scalars of its result."""
     out = [Fact(task, k, v, "arg", tool.name) for k, v in leaves(arguments, "")]
-    out += [Fact(task, k, v, "result", tool.name) for k, v in leaves(result, result_key(tool, tool.name))]
+    about = tuple((k, v) for k, v in leaves(arguments, "") if isinstance(v, str))
+    out += [Fact(task, k, v, "result", tool.name, about) for k, v in leaves(result, result_key(tool, tool.name))]
     return out
 
 

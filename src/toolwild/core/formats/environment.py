@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from toolwild.core.environment import Environment
 from toolwild.core.files import output_file, write_text_atomic
 from toolwild.core.jsonl import read_json_file, validation_to_data_error
-from toolwild.core.schema import schema_defect
+from toolwild.core.schema import schema_defect, undeclared_required
 from toolwild.errors import DataError
 
 __all__ = ["ENV_SUFFIX", "check_environment", "load_environment", "write_environment", "write_environment_in"]
@@ -28,7 +28,9 @@ def check_environment(environment: Environment) -> None:
 
     Checked: a printable, non-empty id; at least one tool; unique tool names; every tool's ``parameters`` a valid
     JSON Schema of an object (WildToolBench's ``float`` read as ``number``) and its ``returns``, when given, a valid
-    JSON Schema; every ``$ref`` resolvable within its schema.
+    JSON Schema; every ``$ref`` resolvable within its schema; no parameter ``required`` that no property declares
+    (valid JSON Schema, but an agent never learns the name, so every call it makes is refused: the error names the
+    tool, the name and where it is required).
     """
     if not environment.id.strip() or not environment.id.isprintable():
         raise DataError("the id must be non-empty printable text", field="id")
@@ -44,6 +46,13 @@ def check_environment(environment: Environment) -> None:
         problem = schema_defect(tool.parameters)
         if problem is not None:
             raise DataError(problem, field=f"tools[{i}].parameters")
+        if (undeclared := undeclared_required(tool.parameters)) is not None:
+            where, name = undeclared
+            raise DataError(
+                f"tool {tool.name!r}: the required property {name!r} is not declared under properties (an agent never "
+                "sees it, so every call it makes is refused); declare it or remove it from required",
+                field=f"tools[{i}].parameters.{where}",
+            )
         if tool.returns is not None and (problem := schema_defect(tool.returns, object_type=False)) is not None:
             raise DataError(problem, field=f"tools[{i}].returns")
 

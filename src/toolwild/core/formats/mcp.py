@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from toolwild.core.environment import BackendKind, Environment, McpServer
-from toolwild.core.schema import schema_defect
+from toolwild.core.schema import schema_defect, undeclared_required
 from toolwild.core.tool import Effect, Tool
 from toolwild.errors import DataError
 
@@ -62,6 +62,11 @@ def tool_from_mcp(raw: Any, index: int = 0) -> Tool:
     parameters = raw.get("inputSchema")
     if (problem := schema_defect(parameters)) is not None:
         raise DataError(f"tool {name!r}: input schema {problem}", field=f"{where}.inputSchema")
+    if (undeclared := undeclared_required(parameters)) is not None:  # the environment file would not load
+        raise DataError(
+            f"tool {name!r}: input schema requires {undeclared[1]!r}, which none of its properties declares",
+            field=f"{where}.inputSchema.{undeclared[0]}",
+        )
     returns = raw.get("outputSchema")
     if returns is not None and (problem := schema_defect(returns, object_type=False)) is not None:
         raise DataError(f"tool {name!r}: output schema {problem}", field=f"{where}.outputSchema")

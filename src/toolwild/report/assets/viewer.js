@@ -49,7 +49,16 @@
       el("span", { cls: "badge" }, ["agent ", el("b", { text: meta.agent })]),
     ]);
     var notes = [];
-    if (!meta.figures_complete) notes.push(el("p", { cls: "warn", text: "Harness errors: the figures are incomplete." }));
+    if (!meta.figures_complete) {
+      var reasons = meta.incomplete && meta.incomplete.length ? meta.incomplete : ["Harness errors: the figures are incomplete."];
+      reasons.forEach(function (r) { notes.push(el("p", { cls: "warn incomplete", text: r })); });
+    }
+    (meta.notes || []).forEach(function (n) { notes.push(el("p", { cls: "warn note", text: n })); });
+    if (meta.missing_sessions && meta.missing_sessions.length)
+      notes.push(el("details", { cls: "missing", id: "missing-sessions" }, [
+        el("summary", { text: meta.missing_sessions.length + " session(s) without a result, counted as failed" }),
+        el("p", { cls: "dim", text: meta.missing_sessions.join(", ") }),
+      ]));
     if (meta.excluded_sessions)
       notes.push(el("p", { cls: "warn", text: meta.excluded_sessions + " session(s) left out (provider or harness errors)." }));
     if (meta.trials > 1)
@@ -272,14 +281,31 @@
     }, { rootMargin: "600px" }).observe(this.sentinel);
   };
 
-  /* Open one task from a link (compare.html's flips): #task=<session id, percent-encoded>/<0-based index>. The
-     filters are cleared and chunks rendered until its row exists, so a link works wherever the task is. */
+  /* A task's link: #task=<session id, percent-encoded>/<n>, n counted from 1 as the row shows it ("task n/N"). */
+  function taskHash(t) {
+    return "#task=" + encodeURIComponent(t.s) + "/" + (t.i + 1);
+  }
+
+  /* Open one task from a link (compare.html's flips, a row's own link): #task=<session id>/<n>, n as the row shows
+     it ("task n/N", from 1). The filters are cleared and chunks rendered until its row exists, so a link works
+     wherever the task is; a link to a task the report lacks says so instead of doing nothing. */
   Viewer.prototype.reveal = function (hash) {
+    var notice = document.getElementById("link-notice");
+    if (notice) notice.parentNode.removeChild(notice);
     var m = /^#task=(.*)\/(\d+)$/.exec(hash || "");
     if (!m) return false;
-    var sid = decodeURIComponent(m[1]), idx = Number(m[2]);
-    var pos = this.tasks.findIndex(function (t) { return t.s === sid && t.i === idx; });
-    if (pos < 0) return false;
+    var sid, n = Number(m[2]);
+    try { sid = decodeURIComponent(m[1]); } catch (e) { sid = m[1]; }
+    var pos = this.tasks.findIndex(function (t) { return t.s === sid && t.i + 1 === n; });
+    if (pos < 0) {
+      var known = this.tasks.find(function (t) { return t.s === sid; });
+      var why = known ? "session " + sid + " has tasks 1 to " + known.n + " (counted from 1, as each row shows them)" : "no session " + sid + " in this report";
+      this.list.parentNode.insertBefore(
+        el("p", { cls: "warn", id: "link-notice", text: "The link names task " + n + " of session " + sid + ": " + why + "." }),
+        this.list
+      );
+      return false;
+    }
     ["f-outcome", "f-type", "f-subtype", "f-class", "f-tr"].forEach(function (id) {
       document.getElementById(id).value = "";
     });
@@ -297,14 +323,20 @@
     var summary = el("div", { cls: "summary" }, [
       el("span", { cls: "mark " + t.label, text: MARKS[t.label] || "?" }),
       el("span", { cls: "sid", text: t.s }),
-      el("span", { cls: "pos", text: "task " + (t.i + 1) + "/" + t.n }),
+      el("a", { cls: "pos", href: taskHash(t), title: "link to this task", text: "task " + (t.i + 1) + "/" + t.n }),
       el("span", { cls: "tag", text: t.type }),
       el("span", { cls: "tag sub", text: t.subtype }),
       t.cls ? el("span", { cls: "tag cls", text: t.cls }) : null,
       el("span", { cls: "why", text: t.explanation }),
     ]);
     var li = el("li", { cls: "task " + t.label, "data-key": t.s + "#" + t.i, "data-label": t.label }, [summary]);
-    summary.addEventListener("click", function () {
+    summary.addEventListener("click", function (event) {
+      if (event.target && event.target.classList && event.target.classList.contains("pos")) {
+        /* the task's own link: put it in the address bar to copy, without a hash change (which would clear the
+           filters to reveal the task), and open or close the row as a click on the row does */
+        event.preventDefault();
+        if (window.history && window.history.replaceState) window.history.replaceState(null, "", taskHash(t));
+      }
       var open = li.querySelector(".detail");
       if (open) {
         li.removeChild(open);

@@ -16,7 +16,11 @@ a tool that writes a person's books needs:
 
 Includes resolve against the folder of the file that includes them (a text without a file resolves them against
 the working directory, as beancount does), and globs are expanded in sorted order, so a copy of a ledger loads
-exactly like the original.
+exactly like the original. They must stay in the ledger's folder (the main file's; paths resolved, symlinks
+followed) unless the user allows others (``allow_outside_includes``, or ``TOOLWILD_ALLOW_OUTSIDE_INCLUDES=1``): an
+include that leaves it is a problem at its line, and the file is never read. Even when allowed, a problem beancount
+finds in a file outside the folder is reported by its kind, file and line only, never with its message: beancount
+quotes the offending text ("Invalid token: 'root:x:0:0:...'"), and a file that is not the ledger's may be anything.
 """
 
 from __future__ import annotations
@@ -38,7 +42,13 @@ from beancount.parser import booking, parser
 from beancount.utils import encryption
 
 from toolwild.envs.domains.ledger.address import ID_KEY, Addresses, Where, assign_addresses
-from toolwild.envs.domains.ledger.files import LedgerError, read_text
+from toolwild.envs.domains.ledger.files import (
+    OUTSIDE_INCLUDES_ENV,
+    LedgerError,
+    is_inside,
+    outside_includes_allowed,
+    read_text,
+)
 
 __all__ = [
     "ID_KEY",
@@ -67,6 +77,9 @@ class Problem:
     message: str
     file: str | None = None
     line: int | None = None
+    kind: str = "error"
+    """What kind of problem it is (beancount's error class, ``include``, ...): what is said of it when its message
+    must not be shown (see :func:`_withheld`)."""
 
     def describe(self, *, main: str | None = None, root: str | None = None) -> str:
         """``line 12: ...`` in the main file, ``FILE line 12: ...`` elsewhere (FILE relative to ``root``)."""
@@ -173,6 +186,8 @@ class ParsedTree:
     files: dict[str, str]
     errors: list[Any]
     """beancount's own parse errors (booking and plugins take them as they come)."""
+    root: str = ""
+    """The ledger's folder, resolved: the main file's (the working directory for a text)."""
 
 
 def _line_of(text: str, directive: str, value: str) -> int | None:
@@ -190,7 +205,44 @@ def _locate(files: Mapping[str, str], directive: str, value: str) -> tuple[str |
     return None, None
 
 
-def parse_tree(main: str, main_text: str | None, *, cwd: str, overrides: Mapping[str, str] | None = None) -> ParsedTree:
+def _outside_problem(pattern: str, outside: list[str], root: str, *, file: str, line: int | None) -> Problem:
+    """An include that leaves the ledger's folder, named with where it leads (a link is named with its target)."""
+    first = outside[0]
+    real = os.path.realpath(first)
+    where = first if real == first else f"{first} (a link to {real})"
+    more = f" and {len(outside) - 1} more file(s)" if len(outside) > 1 else ""
+    return Problem(
+        f'include "{pattern}": {where}{more} is outside the ledger\'s folder {root}, so it was not read (a ledger '
+        f"may include only files in its folder; --allow-outside-includes or {OUTSIDE_INCLUDES_ENV}=1 allows others)",
+        file=file,
+        line=line,
+        kind="include",
+    )
+
+
+def _withheld(problem: Problem, root: str, main: str) -> Problem:
+    """The problem, or, when it is about a file outside the ledger's folder, its kind, file and line without its
+    message: beancount's messages quote the offending text, and a file outside the folder may be anything (a
+    password file reached by an allowed include, a link). The main file is the user's own wherever it lives."""
+    if problem.file in (None, STRING_SOURCE, main) or root == "" or is_inside(str(problem.file), root):
+        return problem
+    return Problem(
+        f"a problem of kind {problem.kind}; its message is not shown because this file is outside the ledger's "
+        f"folder {root}",
+        file=problem.file,
+        line=problem.line,
+        kind=problem.kind,
+    )
+
+
+def parse_tree(
+    main: str,
+    main_text: str | None,
+    *,
+    cwd: str,
+    overrides: Mapping[str, str] | None = None,
+    allow_outside_includes: bool | None = None,
+) -> ParsedTree:
     """Parse a ledger's main file and everything it includes, recursively (no booking, no plugins).
 
     Args:
@@ -198,11 +250,16 @@ def parse_tree(main: str, main_text: str | None, *, cwd: str, overrides: Mapping
         main_text: the main file's text (None: read it).
         cwd: where the main file's relative includes resolve (its folder; the working directory for a text).
         overrides: texts to use instead of reading these files (absolute paths).
+        allow_outside_includes: follow includes that leave the ledger's folder (None: as
+            :func:`~toolwild.envs.domains.ledger.files.outside_includes_allowed` says); otherwise each is a problem
+            at its line and is not read.
 
     Raises:
         LedgerError: a file that cannot be read or is not UTF-8.
     """
     overrides = overrides or {}
+    root = os.path.realpath(cwd if main == STRING_SOURCE else os.path.dirname(main))
+    confined = not outside_includes_allowed(allow_outside_includes)
     stack: list[tuple[str, str | None]] = [(main, main_text)]
     seen: set[str] = set()
     files: dict[str, str] = {}
@@ -215,11 +272,11 @@ def parse_tree(main: str, main_text: str | None, *, cwd: str, overrides: Mapping
         name, text = stack.pop(0)
         if name != STRING_SOURCE:
             if name in seen:
-                problems.append(Problem(f'file "{name}" is included more than once'))
+                problems.append(Problem(f'file "{name}" is included more than once', kind="include"))
                 continue
             seen.add(name)
             if encryption.is_encrypted_file(name):
-                problems.append(Problem("encrypted ledgers (.gpg, .asc) are not supported", file=name))
+                problems.append(Problem("encrypted ledgers (.gpg, .asc) are not supported", file=name, kind="file"))
                 continue
             if text is None:
                 text = overrides[name] if name in overrides else read_text(Path(name))
@@ -238,13 +295,21 @@ def parse_tree(main: str, main_text: str | None, *, cwd: str, overrides: Mapping
             matched = sorted(glob.glob(search, recursive=True))
             if not matched:
                 line = _line_of(text, "include", pattern)
-                problems.append(Problem(f'include "{pattern}": no such file ({search})', file=name, line=line))
-            stack.extend((os.path.normpath(m if os.path.isabs(m) else os.path.join(here, m)), None) for m in matched)
+                problems.append(
+                    Problem(f'include "{pattern}": no such file ({search})', file=name, line=line, kind="include")
+                )
+            found = [os.path.normpath(m if os.path.isabs(m) else os.path.join(here, m)) for m in matched]
+            outside = [f for f in found if confined and not is_inside(f, root)]
+            if outside:
+                line = _line_of(text, "include", pattern)
+                problems.append(_outside_problem(pattern, outside, root, file=name, line=line))
+            stack.extend((f, None) for f in found if f not in outside)
     if options is None:  # pragma: no cover - the main source is always parsed
         raise LedgerError(f"{main}: nothing to parse")
     options["include"] = sorted(seen)
     options = loader.aggregate_options_map(options, others)
-    return ParsedTree(entries=entries, problems=problems, options=options, files=files, errors=errors)
+    problems = [_withheld(p, root, main) for p in problems]
+    return ParsedTree(entries=entries, problems=problems, options=options, files=files, errors=errors, root=root)
 
 
 # ---------------------------------------------------------------------------------------------------- errors
@@ -259,17 +324,20 @@ def _problem(error: Any, files: Mapping[str, str]) -> Problem:
     file = source.get("filename") if isinstance(source, dict) else None
     line = source.get("lineno") if isinstance(source, dict) else None
     message = str(getattr(error, "message", error)).strip()
+    kind = type(error).__name__
     for pattern, what in ((_PLUGIN_IMPORT, "could not be imported"), (_PLUGIN_FAILED, "failed")):
         match = pattern.match(message)
         if match:
             file, line = _locate(files, "plugin", match.group(1))
-            return Problem(f'plugin "{match.group(1)}" {what} ({_last_line(match.group(2))})', file=file, line=line)
+            text = f'plugin "{match.group(1)}" {what} ({_last_line(match.group(2))})'
+            return Problem(text, file=file, line=line, kind="plugin")
     match = _DUPLICATE_FILE.match(message)
     if match:
-        return Problem(f'file "{match.group(1)}" is included more than once')
+        return Problem(f'file "{match.group(1)}" is included more than once', kind="include")
     if file == "<load>" or not isinstance(file, str):
         file, line = None, None
-    return Problem(re.sub(r"\s*\n\s*", " ", message), file=file, line=line if isinstance(line, int) and line else None)
+    line = line if isinstance(line, int) and line else None
+    return Problem(re.sub(r"\s*\n\s*", " ", message), file=file, line=line, kind=kind)
 
 
 # ---------------------------------------------------------------------------------------------------- loading
@@ -312,14 +380,21 @@ def _with_addresses(entries: list[Any], addresses: Addresses) -> tuple[list[Any]
     return out, by_id
 
 
-def _load(main: str, main_text: str | None, *, cwd: str, overrides: Mapping[str, str] | None) -> LoadedLedger:
-    tree = parse_tree(main, main_text, cwd=cwd, overrides=overrides)
+def _load(
+    main: str,
+    main_text: str | None,
+    *,
+    cwd: str,
+    overrides: Mapping[str, str] | None,
+    allow_outside_includes: bool | None,
+) -> LoadedLedger:
+    tree = parse_tree(main, main_text, cwd=cwd, overrides=overrides, allow_outside_includes=allow_outside_includes)
     written_list = [e for e in tree.entries if isinstance(e, data.Transaction)]
     written_open = {e.account for e in tree.entries if isinstance(e, data.Open)}
     addresses = assign_addresses(written_list)
     entries, errors = _book_and_check(tree)
     entries, by_id = _with_addresses(entries, addresses)
-    problems = [*tree.problems, *(_problem(e, tree.files) for e in errors)]
+    problems = [*tree.problems, *(_withheld(_problem(e, tree.files), tree.root, main) for e in errors)]
     opened = {e.account for e in entries if isinstance(e, data.Open)}
     root = os.path.dirname(main) if main != STRING_SOURCE else None
     return LoadedLedger(
@@ -337,29 +412,41 @@ def _load(main: str, main_text: str | None, *, cwd: str, overrides: Mapping[str,
     )
 
 
-def load_ledger(text: str) -> LoadedLedger:
-    """Load a ledger given as text (``include``s resolve against the working directory, as in beancount).
+def load_ledger(text: str, *, allow_outside_includes: bool | None = None) -> LoadedLedger:
+    """Load a ledger given as text (``include``s resolve against the working directory, as in beancount, and must
+    stay in it unless ``allow_outside_includes``; see :func:`parse_tree`).
 
     Args:
         text: the whole ledger file.
+        allow_outside_includes: follow includes that leave the working directory (None: the environment decides).
     """
-    return _load(STRING_SOURCE, text, cwd=os.getcwd(), overrides=None)
+    return _load(STRING_SOURCE, text, cwd=os.getcwd(), overrides=None, allow_outside_includes=allow_outside_includes)
 
 
-def load_tree(main: Path, overrides: Mapping[str, str] | None = None) -> LoadedLedger:
+def load_tree(
+    main: Path, overrides: Mapping[str, str] | None = None, *, allow_outside_includes: bool | None = None
+) -> LoadedLedger:
     """Load the ledger whose main file is ``main``, reading its files (or the given ``overrides``) as they are now.
 
-    Problems with the ledger are in the result's ``errors``; only an unreadable file raises.
+    Problems with the ledger are in the result's ``errors``; only an unreadable file raises. An include that leaves
+    the main file's folder is such a problem unless ``allow_outside_includes`` (see :func:`parse_tree`).
 
     Raises:
         LedgerError: a file that cannot be read or is not UTF-8.
     """
     name = os.path.normpath(os.path.abspath(main))
-    return _load(name, overrides.get(name) if overrides else None, cwd=os.path.dirname(name), overrides=overrides)
+    return _load(
+        name,
+        overrides.get(name) if overrides else None,
+        cwd=os.path.dirname(name),
+        overrides=overrides,
+        allow_outside_includes=allow_outside_includes,
+    )
 
 
-def load_ledger_file(path: Path) -> LoadedLedger:
-    """Load a user's ledger file and the files it includes; it must load cleanly.
+def load_ledger_file(path: Path, *, allow_outside_includes: bool | None = None) -> LoadedLedger:
+    """Load a user's ledger file and the files it includes; it must load cleanly. Its includes must stay in its
+    folder unless ``allow_outside_includes`` (None: ``TOOLWILD_ALLOW_OUTSIDE_INCLUDES`` decides).
 
     Raises:
         LedgerError: (a ``ConfigError``) naming the file, the line and the construct of every problem (at most 5
@@ -369,7 +456,7 @@ def load_ledger_file(path: Path) -> LoadedLedger:
     path = Path(path).expanduser()
     if not path.is_file():
         raise LedgerError(f"ledger {path}: no such file")
-    loaded = load_tree(path)
+    loaded = load_tree(path, allow_outside_includes=allow_outside_includes)
     if not loaded.ok:
         shown = [p.describe(root=loaded.root) for p in loaded.problems[:5]]
         more = f"; and {len(loaded.problems) - 5} more" if len(loaded.problems) > 5 else ""

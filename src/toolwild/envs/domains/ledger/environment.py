@@ -5,14 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from toolwild.envs.domains.ledger.book import load_ledger_file
-from toolwild.envs.domains.ledger.files import LedgerError
+from toolwild.envs.domains.ledger.files import LedgerError, outside_includes_allowed
 from toolwild.envs.domains.ledger.tools import LedgerEpisode
 from toolwild.envs.python import PythonEnvironment
 
 __all__ = ["ledger_environment"]
 
 
-def ledger_environment(seed: int = 0, *, ledger: Path | None = None, write_through: bool = False) -> PythonEnvironment:
+def ledger_environment(
+    seed: int = 0,
+    *,
+    ledger: Path | None = None,
+    write_through: bool = False,
+    allow_outside_includes: bool | None = None,
+) -> PythonEnvironment:
     """The ``ledger`` environment.
 
     Without ``ledger``, ``reset(seed=s)`` starts an episode on the ledger generated from ``seed + s``. A suite
@@ -27,6 +33,8 @@ def ledger_environment(seed: int = 0, *, ledger: Path | None = None, write_throu
         seed: an offset added to every reset seed (generated ledgers only).
         ledger: a user's ledger file.
         write_through: episodes write the user's files in place (validated, atomic, locked); needs ``ledger``.
+        allow_outside_includes: the ledger may include files outside its folder (None:
+            ``TOOLWILD_ALLOW_OUTSIDE_INCLUDES`` decides, once, here); otherwise such an include is refused unread.
 
     Raises:
         LedgerError: (a ``ConfigError``) the ledger does not load cleanly (naming file, line and construct), or
@@ -37,7 +45,10 @@ def ledger_environment(seed: int = 0, *, ledger: Path | None = None, write_throu
             raise LedgerError("write_through works on a user's ledger file: give ledger too")
         return PythonEnvironment("ledger", LedgerEpisode, factory=lambda s: LedgerEpisode(seed=seed + s))
     path = Path(ledger).expanduser()
-    load_ledger_file(path)
+    outside = outside_includes_allowed(allow_outside_includes)
+    load_ledger_file(path, allow_outside_includes=outside)
     return PythonEnvironment(
-        "ledger", LedgerEpisode, factory=lambda _s: LedgerEpisode(ledger_path=path, write_through=write_through)
+        "ledger",
+        LedgerEpisode,
+        factory=lambda _s: LedgerEpisode(ledger_path=path, write_through=write_through, allow_outside_includes=outside),
     )

@@ -4,6 +4,11 @@ A Beancount ledger is one main file plus the files it ``include``s. Whoever writ
 a half-written file (a crash mid-write would lose their records), never change bytes it did not mean to change (line
 endings included), and never let two writers interleave a read-validate-replace. Those three rules live here, so the
 tools above them only decide *what* the new text is.
+
+Which files a ledger may be made of is decided here too: the ledger's own folder, unless the user allows includes
+outside it (:func:`outside_includes_allowed`). A ledger path can come from someone else (a suite's snapshot, an MCP
+client's configuration), and an ``include`` is a read of any file the process can read: unconfined, one climbing to
+``/etc/passwd`` had its lines quoted back as beancount's "Invalid token" errors.
 """
 
 from __future__ import annotations
@@ -17,7 +22,21 @@ from pathlib import Path
 
 from toolwild.errors import ConfigError
 
-__all__ = ["LedgerError", "atomic_write", "folder_lock", "newline_of", "read_text"]
+__all__ = [
+    "OUTSIDE_INCLUDES_ENV",
+    "LedgerError",
+    "atomic_write",
+    "folder_lock",
+    "is_inside",
+    "newline_of",
+    "outside_includes_allowed",
+    "read_text",
+]
+
+OUTSIDE_INCLUDES_ENV = "TOOLWILD_ALLOW_OUTSIDE_INCLUDES"
+"""Set to ``1`` to let a ledger include files outside its own folder (what ``--allow-outside-includes`` does), for
+every command that opens a ledger, the ones without the option included."""
+_TRUE = frozenset({"1", "true", "yes", "on"})
 
 
 class LedgerError(ConfigError, ValueError):
@@ -26,6 +45,21 @@ class LedgerError(ConfigError, ValueError):
     It is a :class:`~toolwild.errors.ConfigError` (the user's own file, named with the line and the construct, is
     the input at fault) and a ``ValueError`` (what an episode started from bad ``ledger_text`` always raised).
     """
+
+
+def outside_includes_allowed(allow: bool | None = None) -> bool:
+    """Whether a ledger may include files outside its own folder: ``allow`` when given (an explicit option), else
+    :data:`OUTSIDE_INCLUDES_ENV` set to ``1``/``true``/``yes``/``on``; by default no."""
+    if allow is not None:
+        return allow
+    return os.environ.get(OUTSIDE_INCLUDES_ENV, "").strip().lower() in _TRUE
+
+
+def is_inside(path: str | Path, folder: str | Path) -> bool:
+    """Whether ``path`` is ``folder`` or below it once both are resolved (``..`` and symlinks followed: a link in
+    the folder to a file elsewhere is elsewhere)."""
+    real, root = os.path.realpath(path), os.path.realpath(folder)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def read_text(path: Path) -> str:

@@ -8,7 +8,10 @@
   replaces it atomically (flushed to disk, permissions kept). ``close()`` deletes nothing.
 
 Either way a write touches exactly one file, the one that holds the transaction (new transactions go to the main
-file), and nothing is written unless the whole ledger loads cleanly afterwards.
+file), and nothing is written unless the whole ledger loads cleanly afterwards. Either way the ledger's includes
+stay in its folder unless the store was made with ``allow_outside_includes`` (see
+:func:`~toolwild.envs.domains.ledger.book.parse_tree`); a copy made with it keeps allowing them, since the copy has
+the original's layout.
 """
 
 from __future__ import annotations
@@ -24,7 +27,13 @@ from pathlib import Path
 
 from toolwild.envs.base import ToolErrorKind
 from toolwild.envs.domains.ledger.book import LoadedLedger, load_tree, parse_tree
-from toolwild.envs.domains.ledger.files import LedgerError, atomic_write, folder_lock, read_text
+from toolwild.envs.domains.ledger.files import (
+    LedgerError,
+    atomic_write,
+    folder_lock,
+    outside_includes_allowed,
+    read_text,
+)
 from toolwild.envs.toolkit import ToolFailure
 
 __all__ = ["LedgerStore", "copy_ledger_tree"]
@@ -53,22 +62,24 @@ def _retarget(text: str, original: str) -> str:
     return _DOCUMENT.sub(absolute, text)
 
 
-def copy_ledger_tree(path: Path, dest_dir: Path) -> Path:
+def copy_ledger_tree(path: Path, dest_dir: Path, *, allow_outside_includes: bool | None = None) -> Path:
     """Copy a ledger and every file it includes into ``dest_dir``, keeping their relative layout; the new main file.
 
     Files are laid out by their path relative to the folder that contains them all (the ledger's own folder unless
     an include reaches outside it, e.g. ``../common/accounts.beancount``: then their common ancestor), so every
     relative ``include`` resolves in the copy as in the original. An absolute ``include`` is rewritten to point at
     its copy, and relative ``documents``/``document`` paths are made absolute (they keep naming the user's files,
-    which are only read). Every other byte is copied as it is.
+    which are only read). Every other byte is copied as it is. An include outside the ledger's folder is refused
+    unless ``allow_outside_includes`` (None: ``TOOLWILD_ALLOW_OUTSIDE_INCLUDES`` decides).
 
     Raises:
-        LedgerError: the ledger is missing, unreadable, or includes a file that does not exist (named with its line).
+        LedgerError: the ledger is missing, unreadable, or includes a file that does not exist or lies outside its
+            folder (named with its line).
     """
     main = os.path.normpath(os.path.abspath(os.path.expanduser(path)))
     if not os.path.isfile(main):
         raise LedgerError(f"ledger {path}: no such file")
-    tree = parse_tree(main, None, cwd=os.path.dirname(main))
+    tree = parse_tree(main, None, cwd=os.path.dirname(main), allow_outside_includes=allow_outside_includes)
     if tree.problems:
         root = os.path.dirname(main)
         raise LedgerError(
@@ -92,11 +103,15 @@ class LedgerStore:
     Args:
         main: the main file.
         private_dir: the episode's own folder, removed by :meth:`close` (None: the files are the user's).
+        allow_outside_includes: the ledger may include files outside the main file's folder (None:
+            ``TOOLWILD_ALLOW_OUTSIDE_INCLUDES`` decides, once, here).
     """
 
-    def __init__(self, main: Path, *, private_dir: Path | None) -> None:
+    def __init__(self, main: Path, *, private_dir: Path | None, allow_outside_includes: bool | None = None) -> None:
         self.main = Path(os.path.normpath(os.path.abspath(main)))
         self.write_through = private_dir is None
+        self.allow_outside_includes = outside_includes_allowed(allow_outside_includes)
+        """Whether every load of these files follows includes out of the main file's folder."""
         self._closed = False
         self._finalizer = (
             weakref.finalize(self, shutil.rmtree, private_dir, ignore_errors=True) if private_dir is not None else None
@@ -104,23 +119,30 @@ class LedgerStore:
         self._cache: LoadedLedger | None = None
 
     @classmethod
-    def from_text(cls, text: str) -> LedgerStore:
+    def from_text(cls, text: str, *, allow_outside_includes: bool | None = None) -> LedgerStore:
         """A private folder holding ``ledger.beancount`` with ``text``."""
         folder = Path(tempfile.mkdtemp(prefix="toolwild-ledger-"))
         main = folder / "ledger.beancount"
         main.write_bytes(text.encode("utf-8"))
-        return cls(main, private_dir=folder)
+        return cls(main, private_dir=folder, allow_outside_includes=allow_outside_includes)
 
     @classmethod
-    def copy_of(cls, ledger: Path) -> LedgerStore:
-        """A private folder holding a copy of the user's ledger and its includes."""
+    def copy_of(cls, ledger: Path, *, allow_outside_includes: bool | None = None) -> LedgerStore:
+        """A private folder holding a copy of the user's ledger and its includes (outside its folder only with
+        ``allow_outside_includes``)."""
+        allowed = outside_includes_allowed(allow_outside_includes)
         folder = Path(tempfile.mkdtemp(prefix="toolwild-ledger-"))
         try:
-            main = copy_ledger_tree(ledger, folder)
+            main = copy_ledger_tree(ledger, folder, allow_outside_includes=allowed)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
-        return cls(main, private_dir=folder)
+        return cls(main, private_dir=folder, allow_outside_includes=allowed)
+
+    def load_fresh(self) -> LoadedLedger:
+        """The ledger as its files are now, loaded afresh under this store's include rule (an unreadable file
+        raises :class:`LedgerError`; problems are in the result's ``errors``)."""
+        return load_tree(self.main, allow_outside_includes=self.allow_outside_includes)
 
     # ------------------------------------------------------------------ life cycle
     def close(self) -> None:
@@ -158,7 +180,7 @@ class LedgerStore:
         if cached is not None and all(os.path.exists(n) and self._read(n) == t for n, t in cached.files.items()):
             return cached
         try:
-            self._cache = load_tree(self.main)
+            self._cache = self.load_fresh()
         except LedgerError as exc:
             raise ToolFailure(ToolErrorKind.PRECONDITION_FAILED, str(exc)) from None
         return self._cache
@@ -183,7 +205,7 @@ class LedgerStore:
             ToolFailure: ``rejected`` with beancount's messages (nothing written), or ``precondition_failed`` when
                 the file changed on disk while the write was prepared (nothing written).
         """
-        candidate = load_tree(self.main, overrides={file: new_text})
+        candidate = load_tree(self.main, overrides={file: new_text}, allow_outside_includes=self.allow_outside_includes)
         if not candidate.ok:
             problems = "; ".join(candidate.errors)
             raise ToolFailure(ToolErrorKind.REJECTED, f"beancount rejected the change; nothing was written: {problems}")

@@ -28,7 +28,7 @@ from beancount.core import data, inventory
 
 from toolwild.core.tool import Effect
 from toolwild.envs.base import ToolErrorKind
-from toolwild.envs.domains.ledger.book import ID_KEY, LedgerError, LoadedLedger, load_tree
+from toolwild.envs.domains.ledger.book import ID_KEY, LedgerError, LoadedLedger
 from toolwild.envs.domains.ledger.canonical import canonical_transaction, canonical_transactions, format_number
 from toolwild.envs.domains.ledger.edit import append_block, raw_at, remove_block, render, rewrite
 from toolwild.envs.domains.ledger.facts import default_payment_account
@@ -146,6 +146,8 @@ class LedgerEpisode(Toolkit):
             atomic replace, under a lock shared by every episode on that folder, and ``close()`` deletes nothing.
         today: the episode's "today" (default: the generated ledger's last day, or the last transaction's date).
             Tools never use it; it anchors relative dates in suite text.
+        allow_outside_includes: the ledger may include files outside its folder (None:
+            ``TOOLWILD_ALLOW_OUTSIDE_INCLUDES`` decides); otherwise such an include is refused and never read.
 
     Raises:
         LedgerError: (a ``ConfigError`` and a ``ValueError``) the starting ledger does not load cleanly, naming the
@@ -160,6 +162,7 @@ class LedgerEpisode(Toolkit):
         ledger_path: Path | None = None,
         write_through: bool = False,
         today: dt.date | None = None,
+        allow_outside_includes: bool | None = None,
     ) -> None:
         if ledger_text is not None and ledger_path is not None:
             raise LedgerError("give ledger_text or ledger_path, not both")
@@ -167,11 +170,15 @@ class LedgerEpisode(Toolkit):
             raise LedgerError("write_through works on a user's ledger file: give ledger_path too")
         if ledger_path is not None:
             path = Path(ledger_path).expanduser()
-            store = LedgerStore(path, private_dir=None) if write_through else LedgerStore.copy_of(path)
+            store = (
+                LedgerStore(path, private_dir=None, allow_outside_includes=allow_outside_includes)
+                if write_through
+                else LedgerStore.copy_of(path, allow_outside_includes=allow_outside_includes)
+            )
         else:
             store = LedgerStore.from_text(generate_ledger(seed) if ledger_text is None else ledger_text)
         try:
-            loaded = load_tree(store.main)
+            loaded = store.load_fresh()
             if not loaded.ok:
                 shown = "; ".join(loaded.errors[:5])
                 what = "the starting ledger" if ledger_path is None else f"ledger {ledger_path}"

@@ -25,8 +25,10 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from toolwild.core.grounding import ungrounded_identifiers
 from toolwild.core.hidden_intent import check_subtypes
 from toolwild.core.patterns import BUCKET_CYCLE, Pattern, patterns_with
+from toolwild.core.references import ambiguous_references
 from toolwild.core.session import Session
 from toolwild.core.task import CoarseType, Task, TaskType, TurnSubtype, shape_problem
 from toolwild.core.tool import Tool
@@ -47,7 +49,7 @@ from toolwild.synth.providers.ledger.scenario import (
 )
 from toolwild.synth.providers.ledger.single import single_options
 
-__all__ = ["Balancer", "Built", "OwnBooks", "build_session", "ledger_seed_for"]
+__all__ = ["Balancer", "Built", "OwnBooks", "build_session", "chart_line", "gold_findings", "ledger_seed_for"]
 
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _OPTIONS: dict[CoarseType, Callable[[Context], list[Option]]] = {
@@ -58,7 +60,7 @@ _OPTIONS: dict[CoarseType, Callable[[Context], list[Option]]] = {
 }
 _SUBTYPE_TARGET = {TurnSubtype.COREFERENTIAL: 0.42, TurnSubtype.PARTIAL: 0.32, TurnSubtype.LONG_RANGE: 0.26}
 _MULTI_TARGET = {TaskType.PARALLEL: 0.45, TaskType.SEQUENTIAL: 0.25, TaskType.MIXED: 0.30}
-_MAX_ATTEMPTS = 20
+_MAX_ATTEMPTS = 40
 _FOLLOW_UPS = frozenset(
     {
         "amend_amount",
@@ -214,12 +216,25 @@ def _build_task(ctx: Context, option: Option) -> tuple[Task, bool]:
     return task, len(ctx.episode.writes) > writes_before
 
 
-def _env_info(rng: random.Random, today: date) -> str:
+def _env_info(rng: random.Random, today: date, chart: str) -> str:
+    """The session's context: the date line of the published format and, on the next line, the chart of accounts."""
     clock = f"{rng.randint(8, 21):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
-    return f"{today.isoformat()} {clock} {_WEEKDAYS[today.weekday()]}"
+    return f"{today.isoformat()} {clock} {_WEEKDAYS[today.weekday()]}\n{chart}"
 
 
-def _value_label(earlier: list[Task], task: Task) -> Task:
+def chart_line(episode: LedgerEpisode) -> str:
+    """The chart of accounts as the session's context gives it to the agent.
+
+    Why: a ledger assistant knows the books' accounts, as a person's accountant does; without them a gold call
+    passing ``Expenses:Transport`` for "transport" (or ``Liabilities:US:Chase:Slate`` for "my Slate card" on a
+    user's own books) measures guessing. The open accounts at the session's start are exactly what
+    ``list_accounts`` answers, so the lookup stays possible and is never needed (about 100 tokens on the built-in
+    ledger, 14 accounts).
+    """
+    return "Ledger accounts: " + ", ".join(sorted(episode.ledger().open_accounts()))
+
+
+def _value_label(earlier: list[Task], task: Task, context: str = "") -> Task:
     """The task with the hidden-intent label its values bear out, when the template's label is not and another is.
 
     A template labels by what it refers to ("my first question" is long range), but the value may have been shown
@@ -231,7 +246,7 @@ def _value_label(earlier: list[Task], task: Task) -> Task:
 
     def holds(subtype: TurnSubtype) -> bool:
         candidate = task.model_copy(update={"subtype": subtype})
-        session = Session(id="check", env_info="", tools=[], tasks=[*earlier, candidate])
+        session = Session(id="check", env_info=context, tools=[], tasks=[*earlier, candidate])
         return not any(f.task_index == len(earlier) for f in check_subtypes(session))
 
     if holds(task.subtype):
@@ -246,8 +261,20 @@ class _DeadEnd(Exception):
     """No template fits the next position of a pattern (the session is retried with another pattern)."""
 
 
-def _fill(pattern: Pattern, ctx: Context, balancer: Balancer) -> tuple[list[Task], list[Option]]:
-    """Build the four tasks of ``pattern`` on the context's episode, or raise :class:`_DeadEnd`."""
+def gold_findings(session: Session, index: int) -> list[str]:
+    """What the gold checks say of task ``index`` of a session being built: identifiers the agent was never shown
+    (:func:`~toolwild.core.grounding.ungrounded_identifiers`), a hidden-intent label the values do not bear out
+    (:func:`~toolwild.core.hidden_intent.check_subtypes`) and references with a second reading
+    (:func:`~toolwild.core.references.ambiguous_references`): the checks ``toolwild validate --subtypes`` runs."""
+    out = [f.message for f in ungrounded_identifiers(session) if f.task_index == index]
+    out += [f"{f.subtype.value}: {f.message}" for f in check_subtypes(session) if f.task_index == index]
+    out += [f.message for f in ambiguous_references(session) if f.task_index == index]
+    return out
+
+
+def _fill(pattern: Pattern, ctx: Context, balancer: Balancer, tools: list[Tool]) -> tuple[list[Task], list[Option]]:
+    """Build the four tasks of ``pattern`` on the context's episode, or raise :class:`_DeadEnd` (no template fits a
+    position, or the one drawn fails a gold check: its calls already ran on the episode, so the attempt ends)."""
     tasks: list[Task] = []
     chosen: list[Option] = []
     pending = Balancer()  # this session's choices count towards the balance as they are made
@@ -261,7 +288,12 @@ def _fill(pattern: Pattern, ctx: Context, balancer: Balancer) -> tuple[list[Task
         weights = [balancer.weight(o, position, extra=pending) for o in options]
         option = ctx.rng.choices(options, weights=weights, k=1)[0]
         task, wrote = _build_task(ctx, option)
-        task = _value_label(tasks, task)
+        context = f"{ctx.today.isoformat()}\n{ctx.chart}"  # what the final context line says (its clock aside)
+        task = _value_label(tasks, task, context)
+        provisional = Session(id="check", env_info=context, tools=tools, tasks=[*tasks, task])
+        problems = gold_findings(provisional, position)
+        if problems:
+            raise _DeadEnd(f"{option.template} at position {position} ({option.utterance!r}): {problems[0]}")
         if wrote:
             ctx.wrote.add(position)
         ctx.templates[position] = option.template
@@ -313,10 +345,10 @@ def build_session(
         episode = books.episode() if books is not None else LedgerEpisode(seed=ledger_seed)
         today = episode.today
         try:
-            ctx = Context(episode=episode, today=today, rng=rng, profile=profile)
+            ctx = Context(episode=episode, today=today, rng=rng, profile=profile, chart=chart_line(episode))
             ctx.earliest = min(date.fromisoformat(t["date"]) for t in ctx.ledger())
             try:
-                tasks, chosen = _fill(pattern, ctx, balancer)
+                tasks, chosen = _fill(pattern, ctx, balancer, tools)
             except _DeadEnd as dead_end:
                 failures.append(f"{[c.value for c in pattern]}: {dead_end}")
                 continue
@@ -327,7 +359,7 @@ def build_session(
         source: dict[str, Any] = (
             {"ledger_seed": ledger_seed} if books is None else {"ledger_file": books.ref, "ledger_sha256": books.sha256}
         )
-        return Built(_session(f"{id_prefix}_{index}", rng, today, source, tools, tasks, chosen))
+        return Built(_session(f"{id_prefix}_{index}", rng, today, ctx.chart, source, tools, tasks, chosen))
     return Built(None, [*failures, f"no pattern could be filled in {_MAX_ATTEMPTS} attempts"])
 
 
@@ -335,6 +367,7 @@ def _session(
     sid: str,
     rng: random.Random,
     today: date,
+    chart: str,
     source: dict[str, Any],
     tools: list[Tool],
     tasks: list[Task],
@@ -348,7 +381,7 @@ def _session(
     }
     return Session(
         id=sid,
-        env_info=_env_info(rng, today),
+        env_info=_env_info(rng, today, chart),
         tools=tools,
         tasks=tasks,
         environment="ledger",

@@ -143,7 +143,7 @@ CONCEPT_TEMPLATES: tuple[tuple[ConceptTemplate, ...], ...] = (
         ConceptTemplate(
             "Then where does the actual spending show up?",
             "At the moment you buy something: the purchase is booked to an Expenses account (for example "
-            "{example}) on the day you use the card, not when you pay the bill.",
+            "{example}) on the day you use {card}, not when you pay the bill.",
             "expenses",
             _needs("card", "example"),
         ),
@@ -165,22 +165,25 @@ CONCEPT_TEMPLATES: tuple[tuple[ConceptTemplate, ...], ...] = (
         ),
         ConceptTemplate(
             "And what happens if that check fails?",
-            "The ledger no longer validates: beancount reports the account, the expected and the actual balance, and "
-            "the difference. Any change that would break an assertion is refused, so nothing is written.",
+            "Then the ledger no longer validates: beancount reports the account ({checking}), the expected and the "
+            "actual balance, and the difference. Any change that would break an assertion is refused, so nothing is "
+            "written.",
             "checking",
             _needs("checking"),
         ),
         ConceptTemplate(
-            "Does that mean I can't fix an old {checking_nick} transaction?",
-            "You can, as long as the books still add up: correcting an old amount also needs the assertion after it "
-            "to be updated (or the correction must not change that account's balance).",
+            "Does that mean I can't fix an old transaction there?",
+            "You can fix an old transaction in {checking}, as long as the books still add up: correcting an old "
+            "amount also needs the assertion after it to be updated (or the correction must not change that "
+            "account's balance).",
             "savings",
             _needs("checking", "savings"),
         ),
         ConceptTemplate(
             "Makes sense. Should I add one for {savings_nick} too?",
-            "Yes: one assertion per bank account per statement is a good habit (your ledger already has one on "
-            "{savings}). It catches missing or doubled transactions the moment they happen.",
+            "Yes: like the one on {checking}, one assertion per bank account per statement is a good habit (your "
+            "ledger already has one on {savings}). It catches missing or doubled transactions the moment they "
+            "happen.",
             "savings",
             _needs("savings", "savings_asserted"),
         ),

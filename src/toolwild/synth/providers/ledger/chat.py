@@ -118,9 +118,10 @@ def _recall(ctx: Context) -> list[Option]:
     out = []
     if ctx.position == 0:
         return out
+    # only what was answered two or more turns ago: asking again right after the answer is no real question
     for task, account, value, as_of in ctx.balances[-1:]:
-        mode: Mode = "coref" if task == ctx.position - 1 else "long"
-        if as_of is not None or account.startswith("Expenses"):
+        mode: Mode = "long"
+        if as_of is not None or account.startswith("Expenses") or task > ctx.position - 2:
             continue
         text = f"Sorry, what was my {ctx.nick(account)} balance again?"
         if account.startswith("Liabilities"):
@@ -129,7 +130,9 @@ def _recall(ctx: Context) -> list[Option]:
             answer = f"When I checked, {ctx.nick(account)} was at {ctx.money(value)}."
         out.append(_option("recall_balance", text, mode, task, _answer(ctx, answer, account), key=("recall", task)))
     for task, category, period, total in ctx.spends[-1:]:
-        mode = "coref" if task == ctx.position - 1 else "long"
+        if task > ctx.position - 2:
+            continue
+        mode = "long"
         text = f"Remind me, how much was {ctx.nick(category)} for {period.name}?"
         answer = f"{ctx.money(total)} on {ctx.nick(category)} in {period.name}."
         out.append(_option("recall_spending", text, mode, task, _answer(ctx, answer, category), key=("recall", task)))
@@ -144,11 +147,10 @@ def _explain_salient(ctx: Context) -> list[Option]:
         if root not in _ROOT_EXPLANATIONS:
             continue
         if close:
-            text = "By the way, what kind of account is that, exactly?"
+            text = f"By the way, what exactly is {ctx.pointer(account, close=True)}?"
         else:
-            text = "Going back to my first question: what kind of account was that, exactly?"
-        name = account if ":" in account else f"The {root} group"
-        answer = f"{name} is {_ROOT_EXPLANATIONS[root]}"
+            text = f"What exactly is {ctx.pointer(account, close=False)}?"
+        answer = f"{account} is {_ROOT_EXPLANATIONS[root]}"
         build = _answer(ctx, answer, account)
         out.append(_option("explain_account", text, mode, task, build, key=("explain", account), weight=0.35))
     return out
@@ -166,24 +168,30 @@ def _follow_ups(ctx: Context) -> list[Option]:
     published design puts up to four chats in a row) while still leaning on that turn (coreference)."""
     task = ctx.position - 1
     account = ctx.salient.get(task)
-    if ctx.position == 0 or account is None:
-        return []
+    if ctx.position == 0 or account is None or ":" not in account:
+        return []  # a root ("Expenses") is a group, not an account whose entries one fixes
+    root = account.split(":", 1)[0]
     fix = (
         f"Tell me which entry and what is wrong (amount, date or category) and I'll amend it in place; the ledger "
         f"is checked with beancount before the change to {account} is saved, so a mistake cannot slip in."
     )
     roots = _option(
         "account_kinds",
-        "And what other kinds of accounts are there besides that one?",
+        f"And what other kinds of accounts are there besides {ctx.pointer(account, close=True)}?",
         "coref",
         task,
-        _answer(ctx, _ROOTS_ANSWER, account),
+        _answer(ctx, f"{account} is {_ROOT_EXPLANATIONS.get(root, 'one kind of account.')} {_ROOTS_ANSWER}", account),
         key=("roots",),
         weight=0.5,
     )
     fixing = _option(
         "how_to_fix",
-        ctx.pick(["If I spot a wrong entry there, how do I get it fixed?", "What if one of those entries is wrong?"]),
+        ctx.pick(
+            [
+                f"If I spot a wrong entry in {ctx.pointer(account, close=True)}, how do I get it fixed?",
+                f"What if one of the entries in {ctx.pointer(account, close=True)} is wrong?",
+            ]
+        ),
         "coref",
         task,
         _answer(ctx, fix, account),

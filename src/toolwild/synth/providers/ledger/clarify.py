@@ -6,10 +6,14 @@ its observation is the gold question and ``user_input`` the user's reply, which 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
+from typing import Any
 
+from toolwild.core.hidden_intent import states
 from toolwild.core.task import TaskType
+from toolwild.synth.providers.ledger.catalog import Receipt
 from toolwild.synth.providers.ledger.common import (
     add_arguments,
     balance_sentence,
@@ -17,6 +21,7 @@ from toolwild.synth.providers.ledger.common import (
     can_move,
     choose_card,
     corrected_amount,
+    fresh_amount,
     paid_phrase,
     pick_receipts,
     record_add,
@@ -35,30 +40,99 @@ __all__ = ["clarify_options"]
 _option = partial(option, TaskType.CLARIFY)
 
 
-def _later_mode(ctx: Context) -> tuple[Mode, int | None]:
-    """A request missing a detail is Partial Information whenever it is not the first turn."""
-    return ("first", None) if ctx.position == 0 else ("partial", None)
+@dataclass(frozen=True)
+class _Lean:
+    """What a later request to add a receipt leaves out because an earlier turn was about it: the receipt's
+    category ("to that category too") or the account that paid ("paid from that account").
+
+    Why: a request missing a detail at a later turn must still lean on the conversation (every later task carries
+    a hidden-intent label, and :func:`~toolwild.core.hidden_intent.check_subtypes` believes one only where the
+    values bear it out); "add today's receipt" alone leans on nothing.
+    """
+
+    account: str
+    mode: Mode
+    task: int
+    words: str
+    """How the request points at it: "to that category too", ", paid from the account from my first question"."""
+    receipt: Receipt
+    amount: Decimal
+    payment: str | None
+    """The account that paid, when that is what is left out (None: the category is)."""
+
+
+def _category_target(ctx: Context) -> tuple[str, Mode, int, str] | None:
+    """The spending category a later question can point at instead of naming: the previous task's ("that
+    category") or the first task's ("the category from my first question"); None when neither was about one."""
+    for task, account, close, mode in ctx.salient_targets():
+        if account.startswith("Expenses:") and (close or task == 0):
+            return account, mode, task, "that category" if close else "the category from my first question"
+    return None
+
+
+def _lean(ctx: Context) -> _Lean | None:
+    """A target an add at a later turn can leave out, with a receipt that fits it (None when there is none)."""
+    for task, account, close, mode in ctx.salient_targets():
+        if not (close or task == 0):
+            continue
+        if account.startswith("Expenses:"):
+            # a receipt of that category whose description does not name it ("for groceries" would)
+            fits = [
+                r for r in ctx.profile.receipts if r.account == account and not states(r.spoken, account, ctx.chart)
+            ]
+            if fits:
+                receipt = ctx.pick(fits)
+                label = "that category" if close else "the category from my first question"
+                words = f" to {label} too"
+                return _Lean(account, mode, task, words, receipt, fresh_amount(ctx, receipt.low, receipt.high), None)
+        elif account in ctx.profile.banks and ctx.profile.receipts:
+            ((receipt, amount),) = pick_receipts(ctx, 1)
+            if account == ctx.profile.card:
+                words = ", charged to that card" if close else ", charged to the card from my first question"
+            else:
+                words = ", paid from that account" if close else ", paid from the account from my first question"
+            return _Lean(account, mode, task, words, receipt, amount, account)
+    return None
+
+
+def _lean_arguments(ctx: Context, lean: _Lean) -> dict[str, Any]:
+    """Gold ``add_transaction`` arguments of a leaning add: the account the user pointed at is always passed (they
+    named it, if only by pointing), the default one included."""
+    args = add_arguments(ctx, lean.receipt, lean.amount, ctx.today, card=False)
+    if lean.payment is not None:
+        args["payment_account"] = lean.payment
+    return args
 
 
 def _add_missing_amount(ctx: Context) -> list[Option]:
     out: list[Option] = []
     if not ctx.profile.receipts:
         return out
-    ((receipt, amount),) = pick_receipts(ctx, 1)
     card_account = ctx.profile.card
     same_card = next((m for m in ctx.memos_of(ctx.position - 1) if m.added and m.payment == card_account), None)
     mode: Mode
-    if same_card is not None:
-        card = True
-        text = f"Add one more from today on the same card: {receipt.payee}, {receipt.spoken}."
-        mode, ref = "partial", same_card.task
-    else:
+    ref: int | None
+    args: dict[str, Any]
+    if ctx.position == 0:
+        ((receipt, amount),) = pick_receipts(ctx, 1)
         chosen = choose_card(ctx)
         if chosen is None:
             return out
-        card = chosen
-        text = f"Add today's {receipt.payee} receipt {receipt.spoken}{paid_phrase(ctx, card)}."
-        mode, ref = _later_mode(ctx)
+        text = f"Add today's {receipt.payee} receipt {receipt.spoken}{paid_phrase(ctx, chosen)}."
+        args = add_arguments(ctx, receipt, amount, ctx.today, card=chosen)
+        mode, ref = "first", None
+    elif same_card is not None:
+        ((receipt, amount),) = pick_receipts(ctx, 1)
+        text = f"Add one more from today on the same card: {receipt.payee}, {receipt.spoken}."
+        args = add_arguments(ctx, receipt, amount, ctx.today, card=True)
+        mode, ref = "partial", same_card.task
+    elif (lean := _lean(ctx)) is not None:
+        receipt, amount = lean.receipt, lean.amount
+        text = f"Add today's {receipt.payee} receipt {receipt.spoken}{lean.words}."
+        args = _lean_arguments(ctx, lean)
+        mode, ref = lean.mode, lean.task
+    else:
+        return out
     reply = ctx.pick(
         [
             f"{said(ctx, amount)}.",
@@ -69,7 +143,7 @@ def _add_missing_amount(ctx: Context) -> list[Option]:
 
     def build(rec: Recorder) -> str:
         ask = rec.ask("add_transaction", ["amount"], f"Sure. What was the total on the {receipt.payee} receipt?", reply)
-        _, memo = record_add(ctx, rec, add_arguments(ctx, receipt, amount, ctx.today, card=card), (ask,))
+        _, memo = record_add(ctx, rec, args, (ask,))
         ctx.salient[ctx.position] = memo.category
         return (
             f"Added {memo.id}: {memo.payee}, {ctx.money(memo.amount)}, booked to {memo.category} and paid from "
@@ -83,13 +157,25 @@ def _add_missing_amount(ctx: Context) -> list[Option]:
 def _add_missing_two(ctx: Context) -> list[Option]:
     if not ctx.profile.receipts:
         return []
-    ((receipt, amount),) = pick_receipts(ctx, 1)
-    chosen = choose_card(ctx)
-    if chosen is None:
-        return []
-    card = chosen
-    text = f"Add a receipt from today {receipt.spoken}{paid_phrase(ctx, card)}."
-    mode, ref = _later_mode(ctx)
+    mode: Mode
+    ref: int | None
+    args: dict[str, Any]
+    if ctx.position == 0:
+        ((receipt, amount),) = pick_receipts(ctx, 1)
+        chosen = choose_card(ctx)
+        if chosen is None:
+            return []
+        text = f"Add a receipt from today {receipt.spoken}{paid_phrase(ctx, chosen)}."
+        args = add_arguments(ctx, receipt, amount, ctx.today, card=chosen)
+        mode, ref = "first", None
+    else:
+        lean = _lean(ctx)
+        if lean is None:
+            return []
+        receipt, amount = lean.receipt, lean.amount
+        text = f"Add a receipt from today {receipt.spoken}{lean.words}."
+        args = _lean_arguments(ctx, lean)
+        mode, ref = lean.mode, lean.task
 
     def build(rec: Recorder) -> str:
         first = rec.ask(
@@ -105,7 +191,7 @@ def _add_missing_two(ctx: Context) -> list[Option]:
             f"{said(ctx, amount)}.",
             (first,),
         )
-        _, memo = record_add(ctx, rec, add_arguments(ctx, receipt, amount, ctx.today, card=card), (second,))
+        _, memo = record_add(ctx, rec, args, (second,))
         ctx.salient[ctx.position] = memo.category
         return (
             f"Added {memo.id}: {memo.payee}, {ctx.money(memo.amount)}, booked to {memo.category} and paid from "
@@ -121,8 +207,8 @@ def _balance_missing_account(ctx: Context) -> list[Option]:
     if len(ctx.profile.banks) < 2:
         return []  # with one bank account, "which account?" has one answer: not a real clarification either
     account = ctx.pick(list(ctx.profile.banks))
-    text = "What's my balance?" if ctx.position == 0 else "And what's my balance?"
-    mode, ref = _later_mode(ctx)
+    text = "What's my balance?"
+    mode, ref = "first", None
     reply = ctx.profile.bank_reply(account)
     question = ctx.profile.which_bank()
 
@@ -139,10 +225,19 @@ def _balance_missing_account(ctx: Context) -> list[Option]:
 def _spend_missing_period(ctx: Context) -> list[Option]:
     if ctx.spends or not ctx.profile.clarify_categories:
         return []  # a period already talked about would answer "which period?": not a real clarification
-    category = ctx.pick(list(ctx.profile.clarify_categories))
+    mode: Mode
+    ref: int | None
+    if ctx.position == 0:
+        category = ctx.pick(list(ctx.profile.clarify_categories))
+        text = f"How much have I spent on {ctx.nick(category)}?"
+        mode, ref = "first", None
+    else:
+        target = _category_target(ctx)
+        if target is None:
+            return []
+        category, mode, ref, label = target
+        text = f"How much have I spent on {label}?"
     period = ctx.pick([last_month(ctx.today), this_month(ctx.today)])
-    text = f"How much have I spent on {ctx.nick(category)}?"
-    mode, ref = _later_mode(ctx)
     reply = "Last month." if period.label == "last month" else "This month so far."
 
     def build(rec: Recorder) -> str:
@@ -177,8 +272,8 @@ def _recategorize_missing(ctx: Context) -> list[Option]:
 
         def build(rec: Recorder, memo: Memo = memo, target: str = fix.target, reply: str = reply) -> str:
             ask = rec.ask("recategorize", ["new_account"], "Which category should it go under?", reply)
+            # a move shows two categories (from, to): no single topic for "that category"
             _, old, after = record_recategorize(ctx, rec, memo, target, (ask,))
-            ctx.salient[ctx.position] = target
             return f"Moved {after.id} ({after.payee}, {ctx.money(after.amount)}) from {old} to {target}."
 
         out.append(_option("recategorize_missing", text, mode, memo.task, build))

@@ -91,8 +91,8 @@ def _says_checking(ctx: Context) -> bool:
 
 def paid_phrase(ctx: Context, card: bool) -> str:
     """What the user adds about the payment: the card always, checking only when it is not the default."""
-    if card:
-        return ", on my card"
+    if card:  # the card by name: "my card" leaves the agent to pick one when the books have two
+        return f", on my {ctx.nick(ctx.profile.card)}" if ctx.profile.card is not None else ", on my card"
     checking = ctx.profile.checking
     return f", from {ctx.nick(checking)}" if checking is not None and _says_checking(ctx) else ""
 
@@ -140,9 +140,10 @@ def record_recategorize(
 
 
 def can_amend(ctx: Context, memo: Memo) -> bool:
-    """A transaction's amount is corrected at most once per session, and only where no balance assertion after it
-    would break."""
-    return memo.id not in ctx.amended and ctx.writable(memo)
+    """A transaction's amount is corrected at most once per session, only where no balance assertion after it
+    would break, and never where a rule the user set made the amount (the sweep's "everything above $3,000": the
+    assistant worked it out, so a "correction" would break the user's own rule)."""
+    return memo.id not in ctx.amended and not (ctx.aliases(memo.id) & ctx.ruled) and ctx.writable(memo)
 
 
 def can_move(ctx: Context, memo: Memo) -> bool:

@@ -35,6 +35,7 @@ from toolwild.synth.providers.ledger.phrasing import (
     capital,
     day_phrase,
     last_month,
+    month_before_last,
     month_day,
     month_end_phrase,
     number,
@@ -118,9 +119,9 @@ def _spend_and_add(ctx: Context) -> list[Option]:
         mode: Mode = "first"
         ref = None
     else:
-        previous = [s for s in ctx.spends if s[0] == ctx.position - 1 and s[2].label == "last month"]
-        if not previous:
-            return []
+        previous = [s for s in ctx.spends if s[0] == ctx.position - 1]
+        if not previous or any(s[2].label != "last month" for s in previous):
+            return []  # "same question" must carry one period: last month's
         choices = [c for c in categories if _disjoint(c, previous[-1][1])]
         if not choices:
             return []
@@ -158,14 +159,17 @@ def _two_balances(ctx: Context) -> list[Option]:
         mode: Mode = "first"
         ref = None
     else:
-        memo = next((m for m in ctx.memos_of(ctx.position - 1)), None)
+        memo = next((m for m in ctx.memos_of(ctx.position - 1) if m.added), None)
         if memo is None or memo.payment not in banks or ctx.position - 1 not in ctx.wrote:
             return []
+        if memo.payment == ctx.profile.default_payment:
+            return []  # the write did not name it: "the account I paid that from" would be read off its postings
         other = ctx.profile.sibling(memo.payment)
         if other is None:
             return []
-        pair = sorted([memo.payment, other], key=banks.index)
-        text = f"How do {ctx.the_nick(pair[0])} and {ctx.the_nick(pair[1])} look after that?"
+        pair = [memo.payment, other]
+        paid = "charged that to" if memo.payment == ctx.profile.card else "paid that from"
+        text = f"How do the account I {paid} and {ctx.the_nick(other)} look now?"
         mode, ref = "coref", ctx.position - 1
 
     def build(rec: Recorder) -> str:
@@ -174,6 +178,37 @@ def _two_balances(ctx: Context) -> list[Option]:
 
     out.append(_option(TaskType.PARALLEL, "two_balances", text, mode, ref, build))
     return out
+
+
+def _both_again(ctx: Context) -> list[Option]:
+    """A follow-up on a task about two accounts: the same two again, a month further back ("And both for
+    March?"). Both are meant, so the reference has one reading though it points at two values."""
+    if ctx.position == 0:
+        return []
+    spends = [s for s in ctx.spends if s[0] == ctx.position - 1]
+    balances = [b for b in ctx.balances if b[0] == ctx.position - 1]
+    if len(spends) == 2 and not balances and spends[0][2] == spends[1][2] and spends[0][1] != spends[1][1]:
+        period = spends[0][2]
+        earlier = month_before_last(ctx.today) if period.label == "last month" else last_month(ctx.today)
+        pair = [s[1] for s in spends]
+        text = f"And both for {earlier.name}?"
+
+        def build(rec: Recorder) -> str:
+            return " ".join(_record_spend(ctx, rec, earlier, c)[1] for c in pair)
+
+        key: tuple[Any, ...] = ("both", *pair, earlier.start_iso)
+    elif len(balances) == 2 and not spends and all(b[3] is None for b in balances) and balances[0][1] != balances[1][1]:
+        month_end = last_month(ctx.today).end
+        accounts = [b[1] for b in balances]
+        text = f"And where were both at the end of {month_end_phrase(month_end)}?"
+
+        def build(rec: Recorder) -> str:
+            return " ".join(_record_balance(ctx, rec, a, as_of=month_end.isoformat())[1] for a in accounts)
+
+        key = ("both", *accounts, month_end.isoformat())
+    else:
+        return []
+    return [_option(TaskType.PARALLEL, "both_again", text, "partial", ctx.position - 1, build, key=key)]
 
 
 def _two_spendings(ctx: Context) -> list[Option]:
@@ -211,7 +246,7 @@ def _two_adds(ctx: Context) -> list[Option]:
     (r1, a1), (r2, a2) = pick_receipts(ctx, 2)
     if ctx.position == 0:
         card = bool(choose_card(ctx))
-        where = "on my card" if card else "from checking"
+        where = paid_phrase(ctx, True).removeprefix(", ") if card else "from checking"
         text = (
             f"Add two receipts from today, both {where}: {r1.payee} {said(ctx, a1)} {r1.spoken}, and {r2.payee} "
             f"{said(ctx, a2)} {r2.spoken}."
@@ -289,7 +324,6 @@ def _recategorize_and_balance(ctx: Context) -> list[Option]:
         def build(rec: Recorder, memo: Memo = memo, target: str = fix.target) -> str:
             _, old, after = record_recategorize(ctx, rec, memo, target)
             _, balance = _record_balance(ctx, rec, memo.payment)
-            ctx.salient[ctx.position] = target
             return f"Moved {after.id} ({after.payee}) from {old} to {target}. {balance}"
 
         out.append(_option(TaskType.PARALLEL, "recategorize_and_balance", text, mode, memo.task, build))
@@ -300,7 +334,7 @@ def _salient_pair(ctx: Context) -> list[Option]:
     """The always-available follow-up: two views of the account an earlier task was about."""
     out = []
     for task, account, close, mode in ctx.salient_targets():
-        label = "that" if close else "the category from my first question"
+        label = "that category" if close else "the category from my first question"
         if account.startswith("Expenses"):
             last, now = last_month(ctx.today), this_month(ctx.today)
             text = f"How much went into {label} last month, and how much so far this month?"
@@ -313,11 +347,10 @@ def _salient_pair(ctx: Context) -> list[Option]:
 
         elif account in ctx.profile.banks:
             month_end = last_month(ctx.today).end
-            label = "that account" if close else "the account from my first question"
+            label = ctx.pointer(account, close)
             text = f"What's in {label} now, and what was in it at the end of {month_end_phrase(month_end)}?"
             if account == ctx.profile.card:
-                it = "it" if close else "the card"
-                text = f"What do I owe on {it} now, and what did I owe at the end of {month_end_phrase(month_end)}?"
+                text = f"What do I owe on {label} now, and what did I owe at the end of {month_end_phrase(month_end)}?"
 
             def build(rec: Recorder, account: str = account, month_end: date = month_end) -> str:
                 first = _record_balance(ctx, rec, account)[1]
@@ -400,8 +433,8 @@ def _find_then(ctx: Context) -> list[Option]:
 
             def build_move(rec: Recorder, target: dict[str, Any] = target, goal: str = fix.target) -> str:
                 find_idx, found = _find_one(ctx, rec, target)
+                # a move shows two categories (from, to): no single topic for "that category"
                 _, old, _moved = record_recategorize(ctx, rec, found, goal, (find_idx,))
-                ctx.salient[ctx.position] = goal
                 return f"Found {found.id} ({found.payee}, {ctx.money(found.amount)}) and moved it from {old} to {goal}."
 
             out.append(_option(TaskType.SEQUENTIAL, "find_recategorize", text, "first", None, build_move))
@@ -495,8 +528,9 @@ def _sweep_to_savings(ctx: Context) -> list[Option]:
         if currency != "USD":
             args["currency"] = currency
         _, memo = record_add(ctx, rec, args, deps=(idx,))
+        ctx.ruled.add(memo.id)
         ctx.balances.append((ctx.position, checking, f"{current:.2f}", None))
-        ctx.salient[ctx.position] = savings
+        # about two accounts (checking and savings): no single topic for "that account" to point at
         return (
             f"{capital(ctx.nick(checking))} had {ctx.money(current)}, so I moved {ctx.money(amount)} to "
             f"{ctx.nick(savings)} ({memo.id})."
@@ -544,7 +578,6 @@ def _find_two_then_move(ctx: Context) -> list[Option]:
         for row in rows:
             record_recategorize(ctx, rec, ctx.memo_from(row, added=False), trip.account, (find_idx,))
             lines.append(f"{row['id']} ({month_day(date.fromisoformat(row['date']))})")
-        ctx.salient[ctx.position] = trip.account
         return f"Moved both {payee} charges to {trip.account}: {' and '.join(lines)}."
 
     return [_option(TaskType.MIXED, "find_two_then_move", text, "first", None, build)]
@@ -656,24 +689,21 @@ def _salient_compare(ctx: Context) -> list[Option]:
                 continue
             other = found
             period = this_month(ctx.today)
-            label = "that" if close else "the category from my first question"
+            label = "that category" if close else "the category from my first question"
             text = f"How does {label} compare with {ctx.nick(other)} so far this month?"
 
             def build(rec: Recorder, account: str = account, other: str = other, period: Period = period) -> str:
                 first = _record_spend(ctx, rec, period, account)[1]
                 second = _record_spend(ctx, rec, period, other)[1]
-                ctx.salient[ctx.position] = account
-                return f"{first} {second}"
+                return f"{first} {second}"  # about two categories: no single topic for "that" to point at
 
         elif account in ctx.profile.banks and ctx.profile.sibling(account) is not None:
             other = ctx.profile.sibling(account) or ""
-            label = "that account" if close else "the account from my first question"
-            text = f"Put {label} next to {ctx.the_nick(other)}: what are both at right now?"
+            text = f"Put {ctx.pointer(account, close)} next to {ctx.the_nick(other)}: what are both at right now?"
 
             def build(rec: Recorder, account: str = account, other: str = other) -> str:
                 sentences = [_record_balance(ctx, rec, a)[1] for a in (account, other)]
-                ctx.salient[ctx.position] = account
-                return " ".join(sentences)
+                return " ".join(sentences)  # about two accounts: no single topic for "that account" to point at
 
         else:
             continue
@@ -688,6 +718,7 @@ def multi_options(ctx: Context) -> list[Option]:
     out: list[Option] = []
     for make in (
         _spend_and_add,
+        _both_again,
         _two_balances,
         _two_spendings,
         _two_adds,

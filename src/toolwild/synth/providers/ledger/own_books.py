@@ -153,16 +153,20 @@ def _spoken(component: str) -> str:
 
 
 def _card_nick(account: str) -> str:
-    """How a user calls a card: "credit card", "Chase card", "Amex card" (country codes like "US" skipped)."""
+    """How a user calls a card: "credit card", "Chase Slate card", "Amex card" (country codes like "US" skipped).
+
+    The nickname always says the account's last part ("Slate" of ``Liabilities:US:Chase:Slate``): that is how
+    the words name the card among the chart's accounts (:func:`toolwild.core.hidden_intent.states`), where
+    "my Chase card" would leave the agent to guess."""
     words = [w for w in account.split(":")[1:] if not _COUNTRY.match(w)] or [account.split(":")[-1]]
     last = words[-1]
     if len(words) == 1:
         return "credit card" if "card" in last.lower() else f"{last} card"
     if "card" in last.lower():
-        return f"{words[-2]} card"
+        return f"{words[-2]} {_spoken(last)}"
     if "card" in words[-2].lower():
         return f"{last} card"
-    return f"{words[-2]} card"
+    return f"{words[-2]} {last} card"
 
 
 def _nicknames(accounts: Iterable[str], roles: dict[str, str | None]) -> dict[str, str]:

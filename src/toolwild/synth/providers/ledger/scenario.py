@@ -169,6 +169,8 @@ class Context:
     rng: random.Random
     profile: LedgerProfile
     """The books' accounts, receipts and payees (:class:`.profile.LedgerProfile`)."""
+    chart: str = ""
+    """The chart of accounts the session's context shows the agent (``builder.chart_line``)."""
     position: int = 0
     memos: list[Memo] = field(default_factory=list)
     deleted: set[str] = field(default_factory=set)
@@ -188,6 +190,9 @@ class Context:
     """Tasks whose gold calls changed the ledger."""
     amended: set[str] = field(default_factory=set)
     """Transactions whose amount the session already corrected (corrected once, never re-corrected)."""
+    ruled: set[str] = field(default_factory=set)
+    """Transactions whose amount the assistant worked out from a rule the user set ("everything above $3,000"):
+    their amount is never "corrected" (:func:`.common.can_amend`)."""
     moved: set[str] = field(default_factory=set)
     """Transactions the session already recategorized."""
     renamed: dict[str, str] = field(default_factory=dict)
@@ -274,13 +279,32 @@ class Context:
     def salient_targets(self) -> list[tuple[int, str, bool, Mode]]:
         """``(task, account, close, mode)`` for each account a later turn can point back to: the previous task's
         (``close``, coreference) or the first task's (long range, named as "my first question", which only task 0
-        can be); in task order."""
+        can be); in task order. A root of the chart ("Expenses" after a listing of categories) is a group, not an
+        account one points back at: a later "how much is in those?" needs nothing the words do not say."""
         out: list[tuple[int, str, bool, Mode]] = []
         for task, account in sorted(self.salient.items()):
+            if ":" not in account:
+                continue
             close = task == self.position - 1
             if close or task == 0:
                 out.append((task, account, close, "coref" if close else "long"))
         return out
+
+    def pointer(self, account: str, close: bool) -> str:
+        """How a later turn points at an account an earlier turn was about: by the noun of its kind ("that
+        category", "that bank account", "that card"; "the category from my first question" at long range), so the
+        words narrow the reference to one root of the chart (``toolwild.core.references.kind_roots``) where "that"
+        alone would also fit the other account of a purchase (the card that paid for it)."""
+        root = account.split(":", 1)[0]
+        if root in ("Expenses", "Income"):
+            noun = "category"
+        elif account == self.profile.card:
+            noun = "card"
+        elif root == "Assets":
+            noun = "bank account"
+        else:
+            noun = "account"
+        return f"that {noun}" if close else f"the {noun} from my first question"
 
     def earlier_memos(self) -> list[Memo]:
         """Live transactions last mentioned two or more tasks ago (long-range targets)."""

@@ -81,7 +81,7 @@ def _balances(ctx: Context) -> list[Option]:
         )
         return out
     previous = [b for b in ctx.balances if b[0] == ctx.position - 1]
-    if previous:
+    if len(previous) == 1:  # "and X?" / "what was it then?" carry one account
         _, account, _, as_of = previous[-1]
         others = [a for a in banks if a != account]
         if as_of is None and others:
@@ -109,27 +109,20 @@ def _salient_balance(ctx: Context) -> list[Option]:
         if account.startswith("Equity"):
             continue
         back = "Going back to my first question: "
-        if ":" not in account:
-            noun = "bank accounts" if account == "Assets" else "spending categories"
-            text = (
-                "And how much is in those in total right now?"
-                if close
-                else f"{back}how much is in those {noun} in total now?"
-            )
-        elif account.startswith("Liabilities"):
+        if account.startswith("Liabilities"):
             text = (
                 "How much do I owe on it right now?"
                 if close
-                else f"{back}what do I owe on {ctx.the_nick(account)} now?"
+                else f"What do I owe now on {ctx.pointer(account, close=False)}?"
             )
         elif account.startswith("Expenses"):
             words = ctx.profile
             text = (
                 ctx.pick(
                     [
-                        f"How much has gone into that in total {words.so_far}?",
+                        f"How much has gone into that category in total {words.so_far}?",
                         f"And what's the running total for that category {words.this_year}?",
-                        f"How much have I put into that {words.since_start}?",
+                        f"How much have I put into that category {words.since_start}?",
                     ]
                 )
                 if close
@@ -143,24 +136,41 @@ def _salient_balance(ctx: Context) -> list[Option]:
             )
         else:
             text = (
-                ctx.pick(["What's the balance of that account right now?", "How much is in there right now?"])
+                ctx.pick(
+                    [
+                        f"What's the balance of {ctx.pointer(account, close=True)} right now?",
+                        f"How much is in {ctx.pointer(account, close=True)} right now?",
+                    ]
+                )
                 if close
-                else f"{back}what's in that account now?"
+                else f"What's in {ctx.pointer(account, close=False)} now?"
             )
         build = _balance_build(ctx, account)
         out.append(_option("salient_balance", text, mode, task, build, key=("balance", account, None), weight=0.35))
     return out
 
 
+def _paid_by_name(ctx: Context, memo: Memo) -> bool:
+    """Whether the user named the account that paid (a receipt they added on the card or from a named account):
+    only then is "the account I paid that with" one value of the conversation; the default account shows only as
+    a posting among the transaction's others."""
+    return (
+        memo.added
+        and memo.payment in ctx.profile.banks
+        and memo.payment != ctx.profile.default_payment
+        and memo.category.startswith("Expenses")
+    )
+
+
 def _payment_balance(ctx: Context) -> list[Option]:
     out = []
     memo = ctx.single_memo(ctx.position - 1)
-    if memo and memo.payment in ctx.profile.banks and memo.category.startswith("Expenses"):
+    if memo and _paid_by_name(ctx, memo):
         text = "What's the balance on the account I paid that with?"
         build = _balance_build(ctx, memo.payment)
         out.append(_option("payment_balance", text, "coref", memo.task, build, key=("balance", memo.payment, None)))
     for memo in [m for m in ctx.earlier_memos() if ctx.unambiguous(m)][:1]:
-        if memo.payment in ctx.profile.banks and memo.category.startswith("Expenses"):
+        if _paid_by_name(ctx, memo):
             text = f"What's the balance now on the account I paid that {memo.payee} {txn_noun(memo)} with?"
             build = _balance_build(ctx, memo.payment)
             out.append(_option("payment_balance", text, "long", memo.task, build, key=("balance", memo.payment, None)))
@@ -184,16 +194,15 @@ def _salient_history(ctx: Context) -> list[Option]:
     for task, account, close, mode in ctx.salient_targets():
         if ":" not in account or account.startswith(("Equity", "Income")):
             continue
-        back = "" if close else "Going back to my first question: "
+        pointer = ctx.pointer(account, close)
         if account.startswith("Expenses"):
             period = last_month(ctx.today)
-            text = f"{back}What did {'that' if close else 'that category'} come to last month?"
+            text = f"What did {pointer} come to last month?"
             build = _spend_build(ctx, period, account)
             key: tuple[Any, ...] = ("spend", account, period.start_iso, period.end_iso)
         else:
             month_end = last_month(ctx.today).end
-            it = "it" if close else "that account"
-            text = f"{back}And where did {it} stand at the end of {month_end_phrase(month_end)}?"
+            text = f"And where did {pointer} stand at the end of {month_end_phrase(month_end)}?"
             build = _balance_build(ctx, account, month_end.isoformat())
             key = ("balance", account, month_end.isoformat())
         out.append(_option("salient_history", text, mode, task, build, key=key, weight=0.3))
@@ -218,9 +227,9 @@ def _spending(ctx: Context) -> list[Option]:
         out.append(_option("spending", text, "first", None, _spend_build(ctx, period, category), key=key))
         return out
     previous = [s for s in ctx.spends if s[0] == ctx.position - 1]
-    if previous:
+    if previous and len({s[2] for s in previous}) == 1:  # "what about X?" carries the one period asked about
         _, category, period, _ = previous[-1]
-        choices = [c for c in categories if c != category and not c.startswith(category + ":")]
+        choices = [c for c in categories if all(c != s[1] and not c.startswith(s[1] + ":") for s in previous)]
         if not choices:
             return out
         other = ctx.pick(choices)
@@ -228,7 +237,7 @@ def _spending(ctx: Context) -> list[Option]:
         build = _spend_build(ctx, period, other)
         key = ("spend", other, period.start_iso, period.end_iso)
         out.append(_option("spending_partial", text, "partial", ctx.position - 1, build, key=key))
-        if period.label == "last month":
+        if period.label == "last month" and len(previous) == 1:  # after two categories, "the month before" of which?
             earlier = month_before_last(ctx.today)
             text = "And the month before?"
             build = _spend_build(ctx, earlier, category)
@@ -265,11 +274,6 @@ def _list_accounts(ctx: Context) -> list[Option]:
         out.append(
             _option("list_accounts_partial", text, "partial", ctx.position - 1, build, key=("accounts", "Assets"))
         )
-    memo = ctx.single_memo(ctx.position - 1)
-    if memo and memo.added and memo.category.startswith("Expenses"):
-        text = "What other categories could that have gone under?"
-        build = _accounts_build(ctx, "Expenses")
-        out.append(_option("list_accounts_coref", text, "coref", memo.task, build, key=("accounts", "Expenses")))
     return out
 
 
@@ -281,10 +285,9 @@ def _find_build(ctx: Context, payee: str, period: Any) -> Any:
         rows = result["transactions"]
         ids = [row["id"] for row in rows]
         ctx.finds.append((ctx.position, payee, period, ids))
-        category = rows[0]["postings"][0]["account"] if rows else "Expenses"
-        ctx.salient[ctx.position] = next(
-            (p["account"] for row in rows for p in row["postings"] if p["account"].startswith("Expenses")), category
-        )
+        found = {p["account"] for row in rows for p in row["postings"] if p["account"].startswith("Expenses")}
+        if len(found) == 1:  # the search's topic is a category only when all it found went to one
+            ctx.salient[ctx.position] = found.pop()
         if len(rows) == 1:
             ctx.remember(rows[0], added=False)
         if not rows:
@@ -341,7 +344,12 @@ def _query(ctx: Context) -> list[Option]:
 
     def build(rec: Recorder) -> str:
         _, result = rec.call("run_query", {"bql": bql})
-        ctx.salient[ctx.position] = "Expenses"
+        if "'^Expenses'" in bql:
+            ctx.salient[ctx.position] = "Expenses"
+        else:  # the query is about the accounts its pattern matches: a topic only when that is one account
+            matched = [a for a in ctx.episode.ledger().open_accounts() if ctx.profile.query_pattern in a]
+            if len(matched) == 1:
+                ctx.salient[ctx.position] = matched[0]
         rows = "; ".join(", ".join(str(cell) for cell in row) for row in result["rows"])
         return f"The query returned {result['row_count']} rows ({', '.join(result['columns'])}): {rows}."
 
@@ -454,8 +462,8 @@ def recategorize_build(ctx: Context, memo: Memo, target: str) -> Any:
     """Record a ``recategorize`` of ``memo`` to ``target`` and return the sentence confirming it."""
 
     def build(rec: Recorder) -> str:
+        # a move shows two categories (from, to): no single topic for "that category"
         _, old, after = record_recategorize(ctx, rec, memo, target)
-        ctx.salient[ctx.position] = target
         return f"Moved {after.id} ({after.payee}, {ctx.money(after.amount)}) from {old} to {target}."
 
     return build
