@@ -71,14 +71,13 @@ def _lint_table(findings: list[LintFinding]) -> Table:
     return table
 
 
-def _skipped_table(skipped: list[SkippedFile]) -> Table:
-    """The first :data:`SKIPPED_SHOWN` skipped files with the reason each was rejected."""
-    table = Table(title=f"Skipped files (first {min(len(skipped), SKIPPED_SHOWN)})", title_justify="left")
-    table.add_column("file", overflow="fold")
-    table.add_column("reason", overflow="fold")
+def _print_skipped(console: Console, skipped: list[SkippedFile]) -> None:
+    """The first :data:`SKIPPED_SHOWN` skipped files with the reason each was rejected, one line each: a path in a
+    table column would be folded at the terminal's width (and off a terminal at 80 columns), so neither ``grep`` nor
+    a reader could find the file by its name."""
+    console.print(f"Skipped files (first {min(len(skipped), SKIPPED_SHOWN)} of {len(skipped)}):")
     for item in skipped[:SKIPPED_SHOWN]:
-        table.add_row(escape(item.file), escape(item.reason))
-    return table
+        console.print(f"  {escape(item.file)}: {escape(item.reason)}", highlight=False)
 
 
 @dataclass(frozen=True)
@@ -318,7 +317,7 @@ def synthtools(
         )
     console.print(f"files skipped: {len(skipped):,}")
     if skipped:
-        console.print(_skipped_table(skipped))
+        _print_skipped(console, skipped)
     _print_left_out(console, source, left_out)
     console.print(_lint_table(findings))
 

@@ -25,12 +25,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from toolwild.core.answers import answer_problems
 from toolwild.core.grounding import ungrounded_identifiers
 from toolwild.core.hidden_intent import check_subtypes
 from toolwild.core.patterns import BUCKET_CYCLE, Pattern, patterns_with
 from toolwild.core.references import ambiguous_references
 from toolwild.core.session import Session
-from toolwild.core.task import CoarseType, Task, TaskType, TurnSubtype, shape_problem
+from toolwild.core.task import CoarseType, NodeKind, Task, TaskType, TurnSubtype, shape_problem
 from toolwild.core.tool import Tool
 from toolwild.envs.domains.ledger.book import load_ledger_file
 from toolwild.envs.domains.ledger.tools import LedgerEpisode
@@ -264,11 +265,19 @@ class _DeadEnd(Exception):
 def gold_findings(session: Session, index: int) -> list[str]:
     """What the gold checks say of task ``index`` of a session being built: identifiers the agent was never shown
     (:func:`~toolwild.core.grounding.ungrounded_identifiers`), a hidden-intent label the values do not bear out
-    (:func:`~toolwild.core.hidden_intent.check_subtypes`) and references with a second reading
-    (:func:`~toolwild.core.references.ambiguous_references`): the checks ``toolwild validate --subtypes`` runs."""
+    (:func:`~toolwild.core.hidden_intent.check_subtypes`), references with a second reading
+    (:func:`~toolwild.core.references.ambiguous_references`): the checks ``toolwild validate --subtypes
+    --grounding`` runs; and a final answer that fails the answer check (:func:`~toolwild.core.answers.answer_problems`,
+    what ``validate --quality`` counts)."""
     out = [f.message for f in ungrounded_identifiers(session) if f.task_index == index]
     out += [f"{f.subtype.value}: {f.message}" for f in check_subtypes(session) if f.task_index == index]
     out += [f.message for f in ambiguous_references(session) if f.task_index == index]
+    task = session.tasks[index]
+    answers = [n.observation for n in task.gold if n.kind is NodeKind.ANSWER]
+    if task.call_nodes and answers and isinstance(answers[-1], str):
+        earlier = [n.observation for t in session.tasks[:index] for n in t.call_nodes]
+        results = [n.observation for n in task.call_nodes]
+        out += [f"answer: {p}" for p in answer_problems(answers[-1], results, earlier)]
     return out
 
 

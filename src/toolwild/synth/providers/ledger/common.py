@@ -184,7 +184,9 @@ def _balance_words(ctx: Context, result: dict[str, Any]) -> str:
     """The balance in the operating currency, worded by the account's type."""
     account = result["account"]
     value = _figure(ctx, result["balances"])
-    money, nick, the_nick, so_far = ctx.money, ctx.nick, ctx.the_nick, ctx.profile.so_far
+    money, nick, the_nick = ctx.money, ctx.nick, ctx.the_nick
+    # "since March 2021" (books spanning years) names a month the balance does not show: the answer says what it is
+    so_far = ctx.profile.so_far if not any(ch.isdigit() for ch in ctx.profile.so_far) else "since the books begin"
     if result.get("as_of"):
         day = date.fromisoformat(result["as_of"])
         month_end = (day + timedelta(days=1)).day == 1

@@ -246,12 +246,36 @@ def _spending(ctx: Context) -> list[Option]:
     return out
 
 
+def _listing(accounts: list[str], limit: int = 400) -> str:
+    """Accounts as an answer lists them: all of them, or, past ``limit`` characters (a user's own books may have 40
+    expense accounts), grouped by their first two parts with each group's last parts, the largest groups by their
+    first account only (an answer is read, not scanned: the answer check allows 600 characters and no count the
+    results do not hold)."""
+    plain = ", ".join(accounts)
+    if len(plain) <= limit:
+        return plain
+    groups: dict[str, list[str]] = {}
+    for account in accounts:
+        parts = account.split(":")
+        groups.setdefault(":".join(parts[:2]), []).append(":".join(parts[2:]))
+    said = []
+    for group, rest in groups.items():
+        leaves = [r for r in rest if r]
+        if not leaves:
+            said.append(group)
+        elif len(", ".join(leaves)) <= 60:
+            said.append(f"{group} ({', '.join(leaves)})")
+        else:
+            said.append(f"{group} (with {leaves[0]} and the other accounts under it)")
+    return "; ".join(said)
+
+
 def _accounts_build(ctx: Context, prefix: str) -> Any:
     def build(rec: Recorder) -> str:
         _, result = rec.call("list_accounts", {"prefix": prefix})
         ctx.salient[ctx.position] = prefix
-        names = ", ".join(row["account"] for row in result)
-        return f"Here are the {'categories' if prefix == 'Expenses' else 'accounts'} there: {names}."
+        kind = "categories" if prefix == "Expenses" else "accounts"
+        return f"Here are the {kind} there: {_listing([row['account'] for row in result])}."
 
     return build
 
@@ -291,7 +315,7 @@ def _find_build(ctx: Context, payee: str, period: Any) -> Any:
         if len(rows) == 1:
             ctx.remember(rows[0], added=False)
         if not rows:
-            return f"I found no {payee} transactions in {period.name}."
+            return f"The search for {payee} found 0 transactions in that period."  # nothing to date it by
         listed = "; ".join(
             f"{month_day(date.fromisoformat(row['date']))}: "
             f"{ctx.money(max(Decimal(p['amount']) for p in row['postings']))} "
