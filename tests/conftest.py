@@ -21,10 +21,11 @@ from pathlib import Path
 
 import pytest
 
-# Every test sees an 80-column console whatever terminal runs pytest (CI has none; a developer's may be 57 or 200
-# wide): rich fixes a console's width from $COLUMNS when the console is made, at import, so this is set before any
-# toolwild module is imported. A test that needs another width sets COLUMNS itself.
-os.environ["COLUMNS"] = "80"
+# Every test sees the console CI sees, whatever terminal runs pytest (a developer's may be 57 or 200 wide): rich
+# fixes a console's width for good when $COLUMNS is set at the console's making (at import), and otherwise reads it
+# at each print. So it is unset before any toolwild module is imported: 80 columns off a terminal, and a test that
+# needs another width sets COLUMNS itself.
+os.environ.pop("COLUMNS", None)
 
 _HELPERS = str(Path(__file__).resolve().parent / "helpers")
 if _HELPERS not in sys.path:
