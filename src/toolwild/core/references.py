@@ -54,6 +54,7 @@ __all__ = [
     "key_words",
     "kind_roots",
     "leaves",
+    "picked",
     "resolve",
     "result_key",
     "same_value",
@@ -374,6 +375,73 @@ def _carried(task: Task, earlier: list[Task]) -> list[Any]:
     return out
 
 
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+_ORDINAL_PICK = re.compile(
+    rf"\bthe ({'|'.join(_ORDINALS)}|last)(?: one)?\b(?= (?:one|of|on|in|among|you|I)\b| is\b|[:.,?])", re.IGNORECASE
+)
+_SIZE_PICK = re.compile(
+    r"\b(?:the (bigger|larger|smaller) (?:one|of)|whichever was (bigger|larger|smaller)|the one with (more|less) in)\b",
+    re.IGNORECASE,
+)
+
+
+def _list_index(record: tuple[Any, ...]) -> int | None:
+    """The index of the result list element a record sits in (``(task, node, "result", key, n, ...)``)."""
+    if len(record) >= 5 and record[2] == "result" and isinstance(record[4], int):
+        return record[4]
+    return None
+
+
+def _figure(value: Any) -> Decimal | None:
+    """A result's figure: an amount as tools return it (a decimal string; a bare number is a count or an id)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return Decimal(value)
+    except InvalidOperation:
+        return None
+
+
+def picked(pool: Sequence[Candidate], text: str) -> list[Candidate]:
+    """The candidates a pick from a list names, or ``[]`` when the words make none.
+
+    An ordinal pick ("the second one among those three", "the last of those") names the k-th element of a result
+    list, in the order the tool returned it: the candidates of that element's record; where the span shows no list,
+    it names the k-th call, in the order the user asked for them ("the second one I mentioned"). A size pick ("the
+    bigger of the two", "the one with more in it") names, of the calls that each returned one figure (an amount
+    outside any list: a balance, a total), the call whose figure is the largest (or smallest): the candidates of
+    that call (its arguments and its result). Why here: a pick names no value, so without it every value of the
+    list is a candidate and the reference reads as ambiguous, though the list's order or its figures decide it.
+    """
+    ordinal = _ORDINAL_PICK.search(text)
+    if ordinal is not None:
+        word = ordinal.group(1).lower()
+        listed = [c for c in pool if _list_index(c.record) is not None]
+        if listed:
+            indices = sorted({_list_index(c.record) for c in listed})  # type: ignore[type-var]
+            k = indices[-1] if word == "last" else _ORDINALS.index(word)
+            chosen = [c for c in listed if _list_index(c.record) == k]
+            if chosen:
+                return chosen
+        else:  # no list: the calls in the order the user named them ("the second one I mentioned")
+            calls = sorted({c.record[:2] for c in pool if c.tool and len(c.record) >= 2}, key=lambda r: r[1])
+            k = len(calls) - 1 if word == "last" else _ORDINALS.index(word)
+            if 2 <= len(calls) and k < len(calls):
+                return [c for c in pool if c.record[:2] == calls[k]]
+    size = _SIZE_PICK.search(text)
+    if size is not None:
+        word = next(g for g in size.groups() if g).lower()
+        calls: dict[tuple[Any, ...], list[Decimal]] = {}
+        for c in pool:
+            if c.channel == "result" and _list_index(c.record) is None and (figure := _figure(c.value)) is not None:
+                calls.setdefault(c.record[:2], []).append(figure)
+        figures = {call: values[0] for call, values in calls.items() if len(values) == 1}
+        if len(figures) >= 2 and len(set(figures.values())) == len(figures):
+            pick = (max if word in ("bigger", "larger", "more") else min)(figures, key=lambda call: figures[call])
+            return [c for c in pool if c.record[:2] == pick]
+    return []
+
+
 def ambiguous_references(session: Session) -> list[SubtypeFinding]:
     """Tasks whose words point at an earlier value that is not the only one answering the pointer.
 
@@ -411,6 +479,7 @@ def ambiguous_references(session: Session) -> list[SubtypeFinding]:
                 continue  # "same question for X": the previous request's own argument, one value
             span = span_of(i, task.subtype, text, value, shown, session.env_info)
             pool = [c for j in span for c in candidates(session.tasks[j], j, tools)]
+            pool = picked(pool, text) or pool  # "the second one": the list's order names one record
             names = _params_of(task, value) | {c.key for c in pool if same_value(c.value, value)}
             if not names:
                 continue

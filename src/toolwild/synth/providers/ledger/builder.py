@@ -18,27 +18,33 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from toolwild.core.answers import answer_problems
 from toolwild.core.grounding import ungrounded_identifiers
-from toolwild.core.hidden_intent import check_subtypes
+from toolwild.core.hidden_intent import CARRY_OVER, SAME_REQUEST, check_subtypes
 from toolwild.core.patterns import BUCKET_CYCLE, Pattern, patterns_with
 from toolwild.core.references import ambiguous_references
 from toolwild.core.session import Session
 from toolwild.core.task import CoarseType, NodeKind, Task, TaskType, TurnSubtype, shape_problem
 from toolwild.core.tool import Tool
+from toolwild.core.wild import WILD_KEY, Wild, wild_behaviours
 from toolwild.envs.domains.ledger.book import load_ledger_file
 from toolwild.envs.domains.ledger.tools import LedgerEpisode
 from toolwild.errors import ConfigError, DataError
 from toolwild.synth.providers.ledger.chat import chat_options
 from toolwild.synth.providers.ledger.clarify import clarify_options
+from toolwild.synth.providers.ledger.common import corrected_amount
 from toolwild.synth.providers.ledger.multi import multi_options
+from toolwild.synth.providers.ledger.phrasing import number
+from toolwild.synth.providers.ledger.picks import SETS_UP_PICKS
 from toolwild.synth.providers.ledger.profile import LedgerProfile
 from toolwild.synth.providers.ledger.scenario import (
     Context,
@@ -49,6 +55,8 @@ from toolwild.synth.providers.ledger.scenario import (
     subtype_for,
 )
 from toolwild.synth.providers.ledger.single import single_options
+from toolwild.synth.providers.ledger.voice import reasons, topic_of
+from toolwild.synth.voice import Voice
 
 __all__ = ["Balancer", "Built", "OwnBooks", "build_session", "chart_line", "gold_findings", "ledger_seed_for"]
 
@@ -61,7 +69,11 @@ _OPTIONS: dict[CoarseType, Callable[[Context], list[Option]]] = {
 }
 _SUBTYPE_TARGET = {TurnSubtype.COREFERENTIAL: 0.42, TurnSubtype.PARTIAL: 0.32, TurnSubtype.LONG_RANGE: 0.26}
 _MULTI_TARGET = {TaskType.PARALLEL: 0.45, TaskType.SEQUENTIAL: 0.25, TaskType.MIXED: 0.30}
-_MAX_ATTEMPTS = 40
+_MAX_ATTEMPTS = 80
+_REASONS = reasons()
+_SLIP_RATE = 0.35
+_WILD_TARGET = 0.08
+_WILD_BOOST = 4.0
 _FOLLOW_UPS = frozenset(
     {
         "amend_amount",
@@ -135,13 +147,20 @@ class Balancer:
         self.subtypes: Counter[TurnSubtype] = Counter()
         self.multi: Counter[TaskType] = Counter()
         self.templates: Counter[str] = Counter()
+        self.wild: Counter[str] = Counter()
 
     def weight(self, option: Option, position: int, *, extra: Balancer | None = None) -> float:
         """How much to prefer ``option`` given the choices so far (``extra``: the current session's)."""
         subtypes = self.subtypes + (extra.subtypes if extra else Counter())
         multi = self.multi + (extra.multi if extra else Counter())
         templates = self.templates + (extra.templates if extra else Counter())
+        wild = self.wild + (extra.wild if extra else Counter())
         weight = option.weight / (1 + templates[option.template])
+        tasks = sum(templates.values()) + 1
+        if any(wild[w.value] / tasks < _WILD_TARGET for w in option.wild):
+            weight *= _WILD_BOOST  # the behaviours a real user shows are rarer than the templates that carry them
+        elif option.template in SETS_UP_PICKS and wild[Wild.PICK.value] / tasks < _WILD_TARGET:
+            weight *= _WILD_BOOST  # a pick needs a list the assistant just gave
         if option.template in _FOLLOW_UPS:
             weight *= 2.0
         if position > 0:
@@ -153,9 +172,10 @@ class Balancer:
             weight *= (_MULTI_TARGET[option.type] / ((multi[option.type] + 1) / total)) ** 2
         return weight
 
-    def note(self, task: Task, template: str) -> None:
-        """Count one chosen task."""
+    def note(self, task: Task, template: str, wild: list[Wild] | list[str] = ()) -> None:  # type: ignore[assignment]
+        """Count one chosen task (and the wild behaviours it shows)."""
         self.templates[template] += 1
+        self.wild.update(str(w) for w in wild)
         if task.subtype is not TurnSubtype.FIRST:
             self.subtypes[task.subtype] += 1
         if task.type.is_multi:
@@ -166,6 +186,7 @@ class Balancer:
         self.subtypes.update(other.subtypes)
         self.multi.update(other.multi)
         self.templates.update(other.templates)
+        self.wild.update(other.wild)
 
     @classmethod
     def of_session(cls, session: Session | None) -> Balancer:
@@ -185,8 +206,9 @@ class Balancer:
                 "the ledger templates cannot continue after it",
                 field="ledger_templates",
             )
-        for task, template in zip(session.tasks, templates, strict=True):
-            counted.note(task, str(template))
+        wilds = wild_behaviours(session.extra, len(session.tasks), session=session.id)
+        for task, template, wild in zip(session.tasks, templates, wilds, strict=True):
+            counted.note(task, str(template), wild)
         return counted
 
 
@@ -281,11 +303,95 @@ def gold_findings(session: Session, index: int) -> list[str]:
     return out
 
 
-def _fill(pattern: Pattern, ctx: Context, balancer: Balancer, tools: list[Tool]) -> tuple[list[Task], list[Option]]:
+_SLIPS = (
+    "{wrong}, sorry, {right}",
+    "{wrong} - no wait, {right}",
+    "{wrong}... I mean {right}",
+    "{wrong}, no, make that {right}",
+    "{wrong} (typo, it's {right})",
+)
+"""How a user corrects an amount they just typed ("42.10 - no wait, 41.20"): the gold passes the second."""
+
+
+def _typed_amounts(task: Task) -> list[str]:
+    """The amounts a task's gold writes, as the user types them (``42.10``): what a slip can get wrong."""
+    out = []
+    for node in task.call_nodes:
+        amount = node.action.arguments.get("amount")
+        if node.name in ("add_transaction", "amend_transaction") and isinstance(amount, int | float):
+            out.append(number(Decimal(str(amount))))
+    return out
+
+
+def _slipped(text: str, amounts: list[str], ctx: Context) -> str | None:
+    """``text`` with the user first typing a wrong amount and correcting it, or None (no amount it says once)."""
+    for right in amounts:
+        if len(re.findall(rf"(?<![\d.]){re.escape(right)}(?![\d])", text)) == 1:
+            wrong = number(corrected_amount(ctx, Decimal(right)))
+            slip = ctx.pick(list(_SLIPS)).format(wrong=wrong, right=right)
+            return re.sub(rf"(?<![\d.]){re.escape(right)}(?![\d])", slip, text, count=1)
+    return None
+
+
+def _said(
+    ctx: Context, voice: Voice, option: Option, task: Task, earlier: list[Task], tools: list[Tool], context: str
+) -> tuple[Task, list[Wild], list[str]]:
+    """The task as the session's user says it: the first realisation of the template's sentence (and of the replies
+    to its asks) in the user's voice that passes every gold check, the template's own words last; with the
+    behaviours the words show and the findings of the last realisation tried (empty when one passed).
+
+    Some users type an amount wrong and correct it in the same breath (:data:`_SLIPS`); such a realisation is tried
+    first when the draw says so, and the task then shows a correction (of the user's own words: the gold passes the
+    corrected amount)."""
+    plain = option.utterance
+    carry = plain.lower().startswith(CARRY_OVER + SAME_REQUEST)
+    texts = voice.realisations(
+        plain, topic_of(option.template), fragments=option.fragments, carry=carry, first=not earlier
+    )
+    asks = [n.idx for n in task.gold if n.kind is NodeKind.ASK and n.user_input is not None]
+    replies = {i: voice.reply(task.gold[i].user_input or "") for i in asks}
+    tries: list[tuple[str, dict[int, str], bool]] = []
+    amounts = _typed_amounts(task) if ctx.rng.random() < _SLIP_RATE else []
+    for text in texts[:1] if amounts else ():
+        slipped = _slipped(text, amounts, ctx)
+        if slipped is not None:
+            tries.append((slipped, {i: r[0] for i, r in replies.items()}, True))
+        for i, forms in replies.items():
+            slipped = _slipped(forms[0], amounts, ctx)
+            if slipped is not None:
+                tries.append((text, {**{j: r[0] for j, r in replies.items()}, i: slipped}, True))
+    tries += [(text, {i: r[0] for i, r in replies.items()}, False) for text in texts]
+    tries.append((plain, {i: r[-1] for i, r in replies.items()}, False))
+    problems: list[str] = []
+    for text, said_replies, slip in tries:
+        gold = [
+            n.model_copy(update={"user_input": said_replies[n.idx]}) if n.idx in said_replies else n for n in task.gold
+        ]
+        candidate = _value_label(earlier, task.model_copy(update={"utterance": text, "gold": gold}), context)
+        provisional = Session(id="check", env_info=context, tools=tools, tasks=[*earlier, candidate])
+        problems = gold_findings(provisional, len(earlier))
+        if problems:
+            continue
+        voice.remember(text)
+        wild = list(option.wild)
+        if text in option.fragments or (carry and len(text.split()) <= 6):
+            wild.insert(0, Wild.FRAGMENT)
+        if slip and Wild.CORRECTION not in wild:
+            wild.append(Wild.CORRECTION)
+        return candidate, wild, []
+    return task, [], problems
+
+
+def _fill(
+    pattern: Pattern, ctx: Context, balancer: Balancer, tools: list[Tool]
+) -> tuple[list[Task], list[Option], list[list[Wild]]]:
     """Build the four tasks of ``pattern`` on the context's episode, or raise :class:`_DeadEnd` (no template fits a
-    position, or the one drawn fails a gold check: its calls already ran on the episode, so the attempt ends)."""
+    position, or the one drawn fails a gold check in every wording: its calls already ran on the episode, so the
+    attempt ends)."""
     tasks: list[Task] = []
     chosen: list[Option] = []
+    wilds: list[list[Wild]] = []
+    voice = Voice(ctx.rng, _REASONS)
     pending = Balancer()  # this session's choices count towards the balance as they are made
     for position, coarse in enumerate(pattern):
         ctx.position = position
@@ -298,9 +404,7 @@ def _fill(pattern: Pattern, ctx: Context, balancer: Balancer, tools: list[Tool])
         option = ctx.rng.choices(options, weights=weights, k=1)[0]
         task, wrote = _build_task(ctx, option)
         context = f"{ctx.today.isoformat()}\n{ctx.chart}"  # what the final context line says (its clock aside)
-        task = _value_label(tasks, task, context)
-        provisional = Session(id="check", env_info=context, tools=tools, tasks=[*tasks, task])
-        problems = gold_findings(provisional, position)
+        task, wild, problems = _said(ctx, voice, option, task, tasks, tools, context)
         if problems:
             raise _DeadEnd(f"{option.template} at position {position} ({option.utterance!r}): {problems[0]}")
         if wrote:
@@ -311,10 +415,11 @@ def _fill(pattern: Pattern, ctx: Context, balancer: Balancer, tools: list[Tool])
             ctx.used.add(option.key)
         for node in task.call_nodes:  # a question already answered by any earlier call is not asked again
             ctx.used.add(call_key(node.name, node.action.arguments))
-        pending.note(task, option.template)
+        pending.note(task, option.template, wild)
         tasks.append(task)
         chosen.append(option)
-    return tasks, chosen
+        wilds.append(wild)
+    return tasks, chosen, wilds
 
 
 def build_session(
@@ -357,7 +462,7 @@ def build_session(
             ctx = Context(episode=episode, today=today, rng=rng, profile=profile, chart=chart_line(episode))
             ctx.earliest = min(date.fromisoformat(t["date"]) for t in ctx.ledger())
             try:
-                tasks, chosen = _fill(pattern, ctx, balancer, tools)
+                tasks, chosen, wilds = _fill(pattern, ctx, balancer, tools)
             except _DeadEnd as dead_end:
                 failures.append(f"{[c.value for c in pattern]}: {dead_end}")
                 continue
@@ -368,7 +473,7 @@ def build_session(
         source: dict[str, Any] = (
             {"ledger_seed": ledger_seed} if books is None else {"ledger_file": books.ref, "ledger_sha256": books.sha256}
         )
-        return Built(_session(f"{id_prefix}_{index}", rng, today, ctx.chart, source, tools, tasks, chosen))
+        return Built(_session(f"{id_prefix}_{index}", rng, today, ctx.chart, source, tools, tasks, chosen, wilds))
     return Built(None, [*failures, f"no pattern could be filled in {_MAX_ATTEMPTS} attempts"])
 
 
@@ -381,12 +486,14 @@ def _session(
     tools: list[Tool],
     tasks: list[Task],
     chosen: list[Option],
+    wilds: list[list[Wild]],
 ) -> Session:
     """The session; ``source`` says which ledger it starts from (its seed, or a user's file and its digest)."""
     extra: dict[str, Any] = {
         **source,
         "ledger_templates": [o.template for o in chosen],
         "ledger_refs": [o.ref for o in chosen],
+        WILD_KEY: [[w.value for w in ws] for ws in wilds],
     }
     return Session(
         id=sid,

@@ -100,8 +100,14 @@ class Concept:
     """One question about how the books work, its answer, and the account it is about."""
 
     question: str
+    """The question; ``" || "`` separates ways to ask it (:func:`ways`)."""
     answer: str
     account: str
+
+
+def ways(text: str) -> list[str]:
+    """The ways a catalogue text can be said (its ``" || "``-separated alternatives)."""
+    return text.split(" || ")
 
 
 @dataclass(frozen=True)
@@ -127,7 +133,10 @@ def _needs(*roles: str) -> frozenset[str]:
 CONCEPT_TEMPLATES: tuple[tuple[ConceptTemplate, ...], ...] = (
     (
         ConceptTemplate(
-            "Quick question first: why does my {card_nick} show up as a negative number in the ledger?",
+            "Quick question first: why does my {card_nick} show up as a negative number in the ledger?"
+            " || Why is my {card_nick} a minus figure in the books?"
+            " || How come the {card_nick} balance has a minus sign in front of it?"
+            " || Is something wrong, or is my {card_nick} supposed to be negative in the ledger?",
             "Because the card is a liability: money you owe. Beancount keeps liabilities negative, so a balance of "
             "-500.00 {currency} on {card} means you owe {owe_500}.",
             "card",
@@ -157,7 +166,10 @@ CONCEPT_TEMPLATES: tuple[tuple[ConceptTemplate, ...], ...] = (
     ),
     (
         ConceptTemplate(
-            "What does the balance assertion on my {checking_nick} account actually do?",
+            "What does the balance assertion on my {checking_nick} account actually do?"
+            " || There's a balance assertion on my {checking_nick} account. What is that line for?"
+            " || What's the point of the balance check on my {checking_nick} account?"
+            " || Why does my {checking_nick} account have a balance assertion in the file?",
             "It states what an account must contain at the start of a given day. Beancount checks it every time the "
             "file loads, so a typo in an earlier amount makes the file fail instead of silently drifting.",
             "checking",
@@ -219,17 +231,23 @@ class GreetingTemplate:
 GREETING_TEMPLATES: tuple[GreetingTemplate, ...] = (
     GreetingTemplate(
         "card",
-        "Hi! I'd like to get my {card_nick} under control this month. Can you help me with that?",
+        "Hi! I'd like to get my {card_nick} under control this month. Can you help me with that?"
+        " || Hello. My {card_nick} is getting out of hand; will you help me keep on top of it?"
+        " || Hi, can you be my helper for the {card_nick} this month? I keep losing track.",
         "Sure. Your card is {card} in the ledger. " + CAPABILITIES,
     ),
     GreetingTemplate(
         "groceries",
-        "Hey, I want to keep a closer eye on my grocery spending. Can you help with that in my ledger?",
+        "Hey, I want to keep a closer eye on my grocery spending. Can you help with that in my ledger?"
+        " || Hi! My grocery bills feel out of control. Can you help me watch them in my ledger?"
+        " || Hello, I'd like help tracking what goes on groceries. Is that something you can do?",
         "Happy to. Groceries are booked to {groceries}. " + CAPABILITIES,
     ),
     GreetingTemplate(
         "checking",
-        "Hi! Can you help me keep my {checking_nick} account tidy today?",
+        "Hi! Can you help me keep my {checking_nick} account tidy today?"
+        " || Hello, I want my {checking_nick} account in order. Can you give me a hand?"
+        " || Hey there. Could you help me tidy up the {checking_nick} account?",
         "Of course. {Checking_nick} is {checking} in your ledger. " + CAPABILITIES,
     ),
 )

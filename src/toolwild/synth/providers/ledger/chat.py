@@ -11,7 +11,10 @@ from functools import partial
 from typing import Any
 
 from toolwild.core.task import TaskType
+from toolwild.core.wild import Wild
+from toolwild.synth.providers.ledger.catalog import ways
 from toolwild.synth.providers.ledger.common import txn_noun
+from toolwild.synth.providers.ledger.picks import ORDINALS, mentioned_two
 from toolwild.synth.providers.ledger.scenario import Context, Mode, Option, Recorder, memo_targets, option
 
 __all__ = ["chat_options"]
@@ -30,12 +33,45 @@ _ROOT_EXPLANATIONS = {
 _option = partial(option, TaskType.CHAT)
 
 
+_ANSWER_OPENERS = (
+    "",
+    "",
+    "Good question. ",
+    "Sure. ",
+    "Happy to explain. ",
+    "Short version: ",
+    "Of course. ",
+    "Right, so: ",
+    "Glad you asked. ",
+    "No problem. ",
+    "Here's how it works. ",
+    "Let me put it simply. ",
+)
+_ANSWER_CLOSERS = (
+    "",
+    "",
+    " Anything else you'd like to look at?",
+    " Let me know if you want more detail.",
+    " Shall I pull up the entries behind it?",
+    " Happy to go deeper on any of this.",
+    " Just ask if something there looks off.",
+    " Want me to check any figures next?",
+    " I can walk you through an example if that helps.",
+)
+
+
+def framed(ctx: Context, text: str) -> str:
+    """A chat answer as an assistant says it to this user: the same content, with a varied first and last word
+    (a training set that answers every user in one fixed sentence teaches a template, not a conversation)."""
+    return f"{ctx.pick(list(_ANSWER_OPENERS))}{text}{ctx.pick(list(_ANSWER_CLOSERS))}"
+
+
 def _answer(ctx: Context, text: str, account: str, concept: tuple[int, int] | None = None) -> Any:
     def build(rec: Recorder) -> str:
         ctx.salient[ctx.position] = account
         if concept is not None:
             ctx.concepts[ctx.position] = concept
-        return text
+        return framed(ctx, text)
 
     return build
 
@@ -48,11 +84,11 @@ def _concepts(ctx: Context) -> list[Option]:
             chain = ctx.rng.randrange(len(chains))
             concept = chains[chain][0]
             build = _answer(ctx, concept.answer, concept.account, (chain, 0))
-            out.append(_option("concept", concept.question, "first", None, build))
+            out.append(_option("concept", ctx.pick(ways(concept.question)), "first", None, build))
         if ctx.profile.greetings:
             greeting = ctx.pick(list(ctx.profile.greetings))
             build = _answer(ctx, greeting.reply, greeting.account)
-            out.append(_option("greeting", greeting.text, "first", None, build))
+            out.append(_option("greeting", ctx.pick(ways(greeting.text)), "first", None, build))
         return out
     previous = ctx.concepts.get(ctx.position - 1)
     if previous is None:
@@ -62,7 +98,7 @@ def _concepts(ctx: Context) -> list[Option]:
         return []
     concept = chains[chain][step + 1]
     build = _answer(ctx, concept.answer, concept.account, (chain, step + 1))
-    return [_option("concept_next", concept.question, "coref", ctx.position - 1, build)]
+    return [_option("concept_next", ctx.pick(ways(concept.question)), "coref", ctx.position - 1, build)]
 
 
 def _category_check(ctx: Context) -> list[Option]:
@@ -71,7 +107,15 @@ def _category_check(ctx: Context) -> list[Option]:
         if not memo.category.startswith("Expenses"):
             continue
         text = (
-            ctx.pick(["Is that category right?", "Wait, is that the right category for it?"])
+            ctx.pick(
+                [
+                    "Is that category right?",
+                    "Wait, is that the right category for it?",
+                    "Hmm, did that land in the right category?",
+                    "Does that category actually make sense for it?",
+                    "Is that really where it belongs, category-wise?",
+                ]
+            )
             if mode == "coref"
             else f"Did the {memo.payee} {txn_noun(memo)} end up in the right category?"
         )
@@ -105,7 +149,17 @@ def _confirm_write(ctx: Context) -> list[Option]:
         return []
     memos = ctx.memos_of(task)
     ids = ", ".join(m.id for m in memos) or "the change"
-    text = ctx.pick(["Great, so that's saved in the ledger now?", "And that's actually written to the file?"])
+    text = ctx.pick(
+        [
+            "Great, so that's saved in the ledger now?",
+            "And that's actually written to the file?",
+            "Is that saved for real now, or still pending?",
+            "Did that go into the file already?",
+            "So the ledger on disk has that change now?",
+            "Just to be sure: that change is stored, yes?",
+            "Nothing else I need to do to keep that change?",
+        ]
+    )
     answer = (
         f"Yes. {ids} {'is' if len(memos) <= 1 else 'are'} saved: the file was only replaced after beancount loaded "
         "the new version with no errors, so the ledger still validates."
@@ -146,10 +200,18 @@ def _explain_salient(ctx: Context) -> list[Option]:
         root = account.split(":", 1)[0]
         if root not in _ROOT_EXPLANATIONS:
             continue
-        if close:
-            text = f"By the way, what exactly is {ctx.pointer(account, close=True)}?"
-        else:
-            text = f"What exactly is {ctx.pointer(account, close=False)}?"
+        pointer = ctx.pointer(account, close=close)
+        text = ctx.pick(
+            [
+                f"What exactly is {pointer}?",
+                f"What kind of account is {pointer}, exactly?",
+                f"Can you explain what {pointer} is?",
+                f"I never really understood {pointer}. What is that?",
+                f"In plain words, what is {pointer}?",
+            ]
+        )
+        if close and ctx.rng.random() < 0.5:
+            text = "By the way, " + text[:1].lower() + text[1:] if not text.startswith("I ") else text
         answer = f"{account} is {_ROOT_EXPLANATIONS[root]}"
         build = _answer(ctx, answer, account)
         out.append(_option("explain_account", text, mode, task, build, key=("explain", account), weight=0.35))
@@ -175,9 +237,18 @@ def _follow_ups(ctx: Context) -> list[Option]:
         f"Tell me which entry and what is wrong (amount, date or category) and I'll amend it in place; the ledger "
         f"is checked with beancount before the change to {account} is saved, so a mistake cannot slip in."
     )
+    pointer = ctx.pointer(account, close=True)
     roots = _option(
         "account_kinds",
-        f"And what other kinds of accounts are there besides {ctx.pointer(account, close=True)}?",
+        ctx.pick(
+            [
+                f"And what other kinds of accounts are there besides {pointer}?",
+                f"What other types of account exist apart from {pointer}?",
+                f"Besides {pointer}, what kinds of accounts does Beancount have?",
+                f"How many kinds of accounts are there, other than {pointer}?",
+                f"Is {pointer} one of several kinds of account? Which are the others?",
+            ]
+        ),
         "coref",
         task,
         _answer(ctx, f"{account} is {_ROOT_EXPLANATIONS.get(root, 'one kind of account.')} {_ROOTS_ANSWER}", account),
@@ -188,8 +259,11 @@ def _follow_ups(ctx: Context) -> list[Option]:
         "how_to_fix",
         ctx.pick(
             [
-                f"If I spot a wrong entry in {ctx.pointer(account, close=True)}, how do I get it fixed?",
-                f"What if one of the entries in {ctx.pointer(account, close=True)} is wrong?",
+                f"If I spot a wrong entry in {pointer}, how do I get it fixed?",
+                f"What if one of the entries in {pointer} is wrong?",
+                f"Say an entry in {pointer} is wrong: what do I do?",
+                f"How would I correct a mistake in {pointer}?",
+                f"Who fixes a bad entry in {pointer}, you or me?",
             ]
         ),
         "coref",
@@ -201,9 +275,31 @@ def _follow_ups(ctx: Context) -> list[Option]:
     return [roots, fixing]
 
 
+def _explain_picked(ctx: Context) -> list[Option]:
+    """What kind of account the k-th of the two the previous task put side by side is ("the second one I
+    mentioned")."""
+    named = mentioned_two(ctx) if ctx.position > 0 else []
+    if not named:
+        return []
+    k = ctx.rng.randrange(2)
+    account = named[k]
+    root = account.split(":", 1)[0]
+    if root not in _ROOT_EXPLANATIONS:
+        return []
+    which = ORDINALS[k]
+    text = ctx.pick(
+        [
+            f"The {which} one I mentioned: what kind of account is that, exactly?",
+            f"What sort of account is the {which} of the two?",
+        ]
+    )
+    build = _answer(ctx, f"{account} is {_ROOT_EXPLANATIONS[root]}", account)
+    return [_option("pick_explain", text, "coref", ctx.position - 1, build, weight=2.0, wild=(Wild.PICK,))]
+
+
 def chat_options(ctx: Context) -> list[Option]:
     """Every Chat task that fits the conversation so far."""
     out: list[Option] = []
-    for make in (_concepts, _category_check, _confirm_write, _recall, _explain_salient, _follow_ups):
+    for make in (_concepts, _category_check, _confirm_write, _recall, _explain_salient, _follow_ups, _explain_picked):
         out.extend(make(ctx))
     return out

@@ -33,7 +33,17 @@ from toolwild.synth.providers.ledger.common import (
     txn_noun,
 )
 from toolwild.synth.providers.ledger.phrasing import last_month, number, of_day, this_month
-from toolwild.synth.providers.ledger.scenario import Context, Memo, Mode, Option, Recorder, memo_targets, option
+from toolwild.synth.providers.ledger.picks import pick_clarify_options
+from toolwild.synth.providers.ledger.scenario import (
+    Context,
+    Memo,
+    Mode,
+    Option,
+    Recorder,
+    memo_targets,
+    option,
+    own_slip,
+)
 
 __all__ = ["clarify_options"]
 
@@ -118,7 +128,14 @@ def _add_missing_amount(ctx: Context) -> list[Option]:
         chosen = choose_card(ctx)
         if chosen is None:
             return out
-        text = f"Add today's {receipt.payee} receipt {receipt.spoken}{paid_phrase(ctx, chosen)}."
+        text = ctx.pick(
+            [
+                f"Add today's {receipt.payee} receipt {receipt.spoken}{paid_phrase(ctx, chosen)}.",
+                f"I've got a {receipt.payee} receipt from today {receipt.spoken}{paid_phrase(ctx, chosen)}. Log it?",
+                f"Can you put in today's {receipt.payee} receipt {receipt.spoken}{paid_phrase(ctx, chosen)}?",
+                f"Record a {receipt.payee} purchase from today {receipt.spoken}{paid_phrase(ctx, chosen)}.",
+            ]
+        )
         args = add_arguments(ctx, receipt, amount, ctx.today, card=chosen)
         mode, ref = "first", None
     elif same_card is not None:
@@ -128,7 +145,13 @@ def _add_missing_amount(ctx: Context) -> list[Option]:
         mode, ref = "partial", same_card.task
     elif (lean := _lean(ctx)) is not None:
         receipt, amount = lean.receipt, lean.amount
-        text = f"Add today's {receipt.payee} receipt {receipt.spoken}{lean.words}."
+        text = ctx.pick(
+            [
+                f"Add today's {receipt.payee} receipt {receipt.spoken}{lean.words}.",
+                f"Log a {receipt.payee} receipt from today {receipt.spoken}{lean.words}.",
+                f"There's also today's {receipt.payee} receipt {receipt.spoken}{lean.words}. Put it in?",
+            ]
+        )
         args = _lean_arguments(ctx, lean)
         mode, ref = lean.mode, lean.task
     else:
@@ -165,7 +188,14 @@ def _add_missing_two(ctx: Context) -> list[Option]:
         chosen = choose_card(ctx)
         if chosen is None:
             return []
-        text = f"Add a receipt from today {receipt.spoken}{paid_phrase(ctx, chosen)}."
+        text = ctx.pick(
+            [
+                f"Add a receipt from today {receipt.spoken}{paid_phrase(ctx, chosen)}.",
+                f"I need to log a receipt from today {receipt.spoken}{paid_phrase(ctx, chosen)}.",
+                f"Got a receipt from today {receipt.spoken}{paid_phrase(ctx, chosen)}; can you add it?",
+                f"Please record today's receipt {receipt.spoken}{paid_phrase(ctx, chosen)}.",
+            ]
+        )
         args = add_arguments(ctx, receipt, amount, ctx.today, card=chosen)
         mode, ref = "first", None
     else:
@@ -173,7 +203,13 @@ def _add_missing_two(ctx: Context) -> list[Option]:
         if lean is None:
             return []
         receipt, amount = lean.receipt, lean.amount
-        text = f"Add a receipt from today {receipt.spoken}{lean.words}."
+        text = ctx.pick(
+            [
+                f"Add a receipt from today {receipt.spoken}{lean.words}.",
+                f"One more receipt from today {receipt.spoken}{lean.words}, please log it.",
+                f"There's another receipt from today {receipt.spoken}{lean.words}. Add it?",
+            ]
+        )
         args = _lean_arguments(ctx, lean)
         mode, ref = lean.mode, lean.task
 
@@ -207,7 +243,16 @@ def _balance_missing_account(ctx: Context) -> list[Option]:
     if len(ctx.profile.banks) < 2:
         return []  # with one bank account, "which account?" has one answer: not a real clarification either
     account = ctx.pick(list(ctx.profile.banks))
-    text = "What's my balance?"
+    text = ctx.pick(
+        [
+            "What's my balance?",
+            "How much money do I have?",
+            "Can you check my balance?",
+            "What's the balance at the moment?",
+            "How much is in my account?",
+            "Where does my balance stand?",
+        ]
+    )
     mode, ref = "first", None
     reply = ctx.profile.bank_reply(account)
     question = ctx.profile.which_bank()
@@ -219,7 +264,9 @@ def _balance_missing_account(ctx: Context) -> list[Option]:
         ctx.salient[ctx.position] = account
         return balance_sentence(ctx, result)
 
-    return [_option("balance_missing_account", text, mode, ref, build, key=("balance", account, None))]
+    key = ("balance", account, None)
+    fragments = ["balance?", "my balance pls", "balance check"]
+    return [_option("balance_missing_account", text, mode, ref, build, key=key, fragments=fragments)]
 
 
 def _spend_missing_period(ctx: Context) -> list[Option]:
@@ -229,14 +276,24 @@ def _spend_missing_period(ctx: Context) -> list[Option]:
     ref: int | None
     if ctx.position == 0:
         category = ctx.pick(list(ctx.profile.clarify_categories))
-        text = f"How much have I spent on {ctx.nick(category)}?"
+        nick = ctx.nick(category)
+        text = ctx.pick(
+            [
+                f"How much have I spent on {nick}?",
+                f"What's my total for {nick}?",
+                f"What have I put into {nick}?",
+                f"How much went on {nick}?",
+            ]
+        )
         mode, ref = "first", None
     else:
         target = _category_target(ctx)
         if target is None:
             return []
         category, mode, ref, label = target
-        text = f"How much have I spent on {label}?"
+        text = ctx.pick(
+            [f"How much have I spent on {label}?", f"What's the total for {label}?", f"How much went into {label}?"]
+        )
     period = ctx.pick([last_month(ctx.today), this_month(ctx.today)])
     reply = "Last month." if period.label == "last month" else "This month so far."
 
@@ -265,7 +322,14 @@ def _recategorize_missing(ctx: Context) -> list[Option]:
             continue
         fix = ctx.profile.recategorizations[memo.category]
         if mode == "coref":
-            text = "That one's in the wrong category."
+            text = ctx.pick(
+                [
+                    "That one's in the wrong category.",
+                    "Hmm, that's filed under the wrong category.",
+                    "That landed in the wrong category.",
+                    "Wrong category on that one, I'm afraid.",
+                ]
+            )
         else:
             text = f"The {memo.payee} {txn_noun(memo)} {_which(ctx, memo)} is in the wrong category."
         reply = f"Put it under {ctx.nick(fix.target)}; {fix.reason}."
@@ -287,7 +351,14 @@ def _amend_missing(ctx: Context) -> list[Option]:
             continue
         new = corrected_amount(ctx, memo.amount)
         text = (
-            "The amount on that is wrong."
+            ctx.pick(
+                [
+                    "The amount on that is wrong.",
+                    "That amount isn't right.",
+                    "Hold on, the amount on that is off.",
+                    "I got the amount on that wrong.",
+                ]
+            )
             if mode == "coref"
             else f"The amount on the {memo.payee} {txn_noun(memo)} {_which(ctx, memo)} is wrong."
         )
@@ -304,7 +375,7 @@ def _amend_missing(ctx: Context) -> list[Option]:
                 f"{ctx.money(memo.amount)}."
             )
 
-        out.append(_option("amend_missing", text, mode, memo.task, build))
+        out.append(_option("amend_missing", text, mode, memo.task, build, wild=own_slip(memo)))
     return out
 
 
@@ -318,6 +389,7 @@ def clarify_options(ctx: Context) -> list[Option]:
         _spend_missing_period,
         _recategorize_missing,
         _amend_missing,
+        pick_clarify_options,
     ):
         out.extend(make(ctx))
     return out

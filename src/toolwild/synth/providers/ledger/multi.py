@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from toolwild.core.task import TaskType
+from toolwild.core.wild import Wild
 from toolwild.synth.providers.ledger.common import (
     add_arguments,
     balance_sentence,
@@ -30,6 +31,7 @@ from toolwild.synth.providers.ledger.common import (
     spend_sentence,
     txn_noun,
 )
+from toolwild.synth.providers.ledger.conditionals import conditional_options
 from toolwild.synth.providers.ledger.phrasing import (
     Period,
     capital,
@@ -42,6 +44,7 @@ from toolwild.synth.providers.ledger.phrasing import (
     of_day,
     this_month,
 )
+from toolwild.synth.providers.ledger.picks import pick_multi_options
 from toolwild.synth.providers.ledger.scenario import (
     Context,
     GenerationError,
@@ -51,6 +54,7 @@ from toolwild.synth.providers.ledger.scenario import (
     Recorder,
     memo_targets,
     option,
+    own_slip,
 )
 
 __all__ = ["multi_options"]
@@ -138,7 +142,7 @@ def _spend_and_add(ctx: Context) -> list[Option]:
         ctx.salient[ctx.position] = memo.category
         return f"{spent} I also {_added_sentence(ctx, memo)}."
 
-    out.append(_option(TaskType.PARALLEL, "spend_and_add", ask, mode, ref, build))
+    out.append(_option(TaskType.PARALLEL, "spend_and_add", ask, mode, ref, build, wild=(Wild.BUNDLE,)))
     return out
 
 
@@ -300,7 +304,8 @@ def _amend_and_spend(ctx: Context) -> list[Option]:
             ctx.salient[ctx.position] = category
             return f"Updated {after.id} ({after.payee}) to {ctx.money(after.amount)}. {spent}"
 
-        out.append(_option(TaskType.PARALLEL, "amend_and_spend", text, mode, memo.task, build))
+        wild = (Wild.BUNDLE, *own_slip(memo))
+        out.append(_option(TaskType.PARALLEL, "amend_and_spend", text, mode, memo.task, build, wild=wild))
     return out
 
 
@@ -326,7 +331,9 @@ def _recategorize_and_balance(ctx: Context) -> list[Option]:
             _, balance = _record_balance(ctx, rec, memo.payment)
             return f"Moved {after.id} ({after.payee}) from {old} to {target}. {balance}"
 
-        out.append(_option(TaskType.PARALLEL, "recategorize_and_balance", text, mode, memo.task, build))
+        out.append(
+            _option(TaskType.PARALLEL, "recategorize_and_balance", text, mode, memo.task, build, wild=(Wild.BUNDLE,))
+        )
     return out
 
 
@@ -337,7 +344,14 @@ def _salient_pair(ctx: Context) -> list[Option]:
         label = "that category" if close else "the category from my first question"
         if account.startswith("Expenses"):
             last, now = last_month(ctx.today), this_month(ctx.today)
-            text = f"How much went into {label} last month, and how much so far this month?"
+            text = ctx.pick(
+                [
+                    f"How much went into {label} last month, and how much so far this month?",
+                    f"Last month versus this month so far: what did {label} come to?",
+                    f"Give me {label} for last month and for this month so far.",
+                    f"What did {label} total last month, and where is it this month so far?",
+                ]
+            )
 
             def build(rec: Recorder, account: str = account, last: Period = last, now: Period = now) -> str:
                 first = _record_spend(ctx, rec, last, account)[1]
@@ -348,7 +362,14 @@ def _salient_pair(ctx: Context) -> list[Option]:
         elif account in ctx.profile.banks:
             month_end = last_month(ctx.today).end
             label = ctx.pointer(account, close)
-            text = f"What's in {label} now, and what was in it at the end of {month_end_phrase(month_end)}?"
+            then = month_end_phrase(month_end)
+            text = ctx.pick(
+                [
+                    f"What's in {label} now, and what was in it at the end of {then}?",
+                    f"How has {label} moved since the end of {then}? Give me both figures.",
+                    f"Show me {label} today and at the end of {then}.",
+                ]
+            )
             if account == ctx.profile.card:
                 text = f"What do I owe on {label} now, and what did I owe at the end of {month_end_phrase(month_end)}?"
 
@@ -609,7 +630,7 @@ def _spend_and_fix(ctx: Context) -> list[Option]:
             f"{ctx.money(found.amount)} to {ctx.money(after.amount)}."
         )
 
-    return [_option(TaskType.MIXED, "spend_and_fix", text, "first", None, build)]
+    return [_option(TaskType.MIXED, "spend_and_fix", text, "first", None, build, wild=(Wild.BUNDLE,))]
 
 
 def _write_then_two(ctx: Context) -> list[Option]:
@@ -641,7 +662,7 @@ def _write_then_two(ctx: Context) -> list[Option]:
             ctx.salient[ctx.position] = parent
             return f"I {_added_sentence(ctx, memo)}. {balance} {spend_sentence(ctx, result, now, parent)}"
 
-        out.append(_option(TaskType.MIXED, "add_then_two", text, "first", None, build))
+        out.append(_option(TaskType.MIXED, "add_then_two", text, "first", None, build, wild=(Wild.BUNDLE,)))
         return out
     for memo, mode in memo_targets(ctx):
         if memo.payment not in ctx.profile.banks or memo.day < now.start or not can_amend(ctx, memo):
@@ -671,7 +692,8 @@ def _write_then_two(ctx: Context) -> list[Option]:
             spent = spend_sentence(ctx, result, now, parent)
             return f"Updated {after.id} to {ctx.money(after.amount)}. {balance} {spent}"
 
-        out.append(_option(TaskType.MIXED, "amend_then_two", text, mode, memo.task, build_amend))
+        wild = (Wild.BUNDLE, *own_slip(memo))
+        out.append(_option(TaskType.MIXED, "amend_then_two", text, mode, memo.task, build_amend, wild=wild))
     return out
 
 
@@ -690,7 +712,13 @@ def _salient_compare(ctx: Context) -> list[Option]:
             other = found
             period = this_month(ctx.today)
             label = "that category" if close else "the category from my first question"
-            text = f"How does {label} compare with {ctx.nick(other)} so far this month?"
+            text = ctx.pick(
+                [
+                    f"How does {label} compare with {ctx.nick(other)} so far this month?",
+                    f"Set {label} against {ctx.nick(other)} for this month so far.",
+                    f"This month so far, which is bigger: {label} or {ctx.nick(other)}?",
+                ]
+            )
 
             def build(rec: Recorder, account: str = account, other: str = other, period: Period = period) -> str:
                 first = _record_spend(ctx, rec, period, account)[1]
@@ -699,7 +727,15 @@ def _salient_compare(ctx: Context) -> list[Option]:
 
         elif account in ctx.profile.banks and ctx.profile.sibling(account) is not None:
             other = ctx.profile.sibling(account) or ""
-            text = f"Put {ctx.pointer(account, close)} next to {ctx.the_nick(other)}: what are both at right now?"
+            pointer, the_other = ctx.pointer(account, close), ctx.the_nick(other)
+            text = ctx.pick(
+                [
+                    f"Put {pointer} next to {the_other}: what are both at right now?",
+                    f"Side by side, please: {pointer} and {the_other}, as of now.",
+                    f"How do {pointer} and {the_other} compare at the moment?",
+                    f"Current figures for {pointer} and for {the_other}?",
+                ]
+            )
 
             def build(rec: Recorder, account: str = account, other: str = other) -> str:
                 sentences = [_record_balance(ctx, rec, a)[1] for a in (account, other)]
@@ -732,6 +768,8 @@ def multi_options(ctx: Context) -> list[Option]:
         _write_then_two,
     ):
         out.extend(make(ctx))
+    out.extend(conditional_options(ctx, taken=True))
+    out.extend(pick_multi_options(ctx))
     if ctx.position > 0:
         out.extend(_salient_pair(ctx))
         out.extend(_salient_compare(ctx))

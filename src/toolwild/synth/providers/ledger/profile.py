@@ -187,18 +187,29 @@ class LedgerProfile:
         """The operating currency's figure of a per-currency result (``"0.00"`` when it has none)."""
         return values.get(self.currency, "0.00")
 
-    def balance_questions(self, account: str) -> tuple[str, str]:
-        """Two ways to ask for a bank account's balance."""
+    def balance_questions(self, account: str) -> tuple[str, ...]:
+        """Ways to ask for a bank account's balance."""
+        nick = self.nick(account)
         if account == self.card:
-            return (f"How much do I owe on {self.the_nick(account)}?", f"What's my {self.nick(account)} balance?")
+            return (
+                f"How much do I owe on {self.the_nick(account)}?",
+                f"What's my {nick} balance?",
+                f"What's sitting on {self.the_nick(account)} at the moment?",
+                f"How big is the {nick} bill looking?",
+            )
         if account == self.savings:
             return (
-                f"How much do I have in {self.nick(account)}?",
-                f"What's the balance of my {self.nick(account)} account?",
+                f"How much do I have in {nick}?",
+                f"What's the balance of my {nick} account?",
+                f"How are my {nick} looking?",
+                f"Can you tell me what's in {nick}?",
             )
         return (
-            f"What's my {self.nick(account)} balance right now?",
-            f"How much money is in my {self.nick(account)} account?",
+            f"What's my {nick} balance right now?",
+            f"How much money is in my {nick} account?",
+            f"What have I got in {nick} today?",
+            f"Can you check {nick} for me? How much is there?",
+            f"How much is left in {nick}?",
         )
 
     def which_bank(self) -> str:

@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from toolwild.core.task import Action, GoldNode, TaskType, TurnSubtype, answer_node, ask_node
+from toolwild.core.wild import Wild
 from toolwild.envs.domains.ledger.tools import LedgerEpisode
 from toolwild.errors import ToolwildError
 from toolwild.synth.providers.ledger.profile import LedgerProfile
@@ -27,6 +28,7 @@ __all__ = [
     "Option",
     "Recorder",
     "call_key",
+    "own_slip",
     "subtype_for",
 ]
 
@@ -102,6 +104,10 @@ class Option:
     """What the task asks for (e.g. ``("balance", account, None)``): a session never asks the same thing twice."""
     weight: float = 1.0
     """Relative preference; the generic follow-ups that always fit weigh less than the specific ones."""
+    fragments: tuple[str, ...] = ()
+    """Terse ways to ask the same ("checking balance?"): a user's voice may say one of them instead."""
+    wild: tuple[Wild, ...] = ()
+    """The wild behaviours the task shows whatever the wording (a conditional, a pick from a list, ...)."""
 
 
 def option(
@@ -114,11 +120,29 @@ def option(
     *,
     key: tuple[Any, ...] | None = None,
     weight: float = 1.0,
+    fragments: tuple[str, ...] | list[str] = (),
+    wild: tuple[Wild, ...] = (),
 ) -> Option:
     """An option of a given task type (task modules bind ``kind`` once with ``functools.partial``)."""
     return Option(
-        template=template, type=kind, utterance=utterance, mode=mode, ref=ref, build=build, key=key, weight=weight
+        template=template,
+        type=kind,
+        utterance=utterance,
+        mode=mode,
+        ref=ref,
+        build=build,
+        key=key,
+        weight=weight,
+        fragments=tuple(fragments),
+        wild=wild,
     )
+
+
+def own_slip(memo: Memo) -> tuple[Wild, ...]:
+    """The behaviour a correction of ``memo`` shows: a correction of the user's own words when the user gave the
+    transaction in this conversation (an add), none when it was already in the books (fixing the books is not
+    correcting oneself)."""
+    return (Wild.CORRECTION,) if memo.added else ()
 
 
 def memo_targets(ctx: Context) -> list[tuple[Memo, Mode]]:
@@ -183,6 +207,8 @@ class Context:
     """(task, category, Period, total)."""
     finds: list[tuple[int, str, Any, list[str]]] = field(default_factory=list)
     """(task, payee, Period, ids found)."""
+    listed: dict[int, list[str]] = field(default_factory=dict)
+    """Task index -> the accounts its answer listed in full, in the tool's order (what "the third one" counts)."""
     concepts: dict[int, tuple[int, int]] = field(default_factory=dict)
     """Task index -> (concept chain, step) for concept chats."""
     templates: dict[int, str] = field(default_factory=dict)

@@ -9,6 +9,7 @@ from functools import partial
 from typing import Any
 
 from toolwild.core.task import TaskType
+from toolwild.core.wild import Wild
 from toolwild.synth.providers.ledger.common import (
     add_arguments,
     balance_sentence,
@@ -26,6 +27,7 @@ from toolwild.synth.providers.ledger.common import (
     spend_sentence,
     txn_noun,
 )
+from toolwild.synth.providers.ledger.conditionals import conditional_options
 from toolwild.synth.providers.ledger.phrasing import (
     day_phrase,
     last_month,
@@ -36,7 +38,8 @@ from toolwild.synth.providers.ledger.phrasing import (
     of_day,
     this_month,
 )
-from toolwild.synth.providers.ledger.scenario import Context, Memo, Mode, Option, Recorder, option
+from toolwild.synth.providers.ledger.picks import pick_options
+from toolwild.synth.providers.ledger.scenario import Context, Memo, Mode, Option, Recorder, option, own_slip
 
 __all__ = ["single_options"]
 
@@ -66,19 +69,36 @@ def _balances(ctx: Context) -> list[Option]:
             return out
         account = ctx.pick(banks)
         text = ctx.pick(list(ctx.profile.balance_questions(account)))
+        nick = ctx.nick(account)
+        fragments = [f"{nick} balance?", f"balance on {nick} pls", f"{nick} - how much?"]
         out.append(
-            _option("balance", text, "first", None, _balance_build(ctx, account), key=("balance", account, None))
+            _option(
+                "balance",
+                text,
+                "first",
+                None,
+                _balance_build(ctx, account),
+                key=("balance", account, None),
+                fragments=fragments,
+            )
         )
         month_end = last_month(ctx.today).end
         cash = [a for a in (ctx.profile.checking, ctx.profile.savings) if a is not None]
         if not cash:
             return out
         account = ctx.pick(cash)
-        text = f"What was in {ctx.nick(account)} at the end of {month_end_phrase(month_end)}?"
-        build = _balance_build(ctx, account, month_end.isoformat())
-        out.append(
-            _option("balance_as_of", text, "first", None, build, key=("balance", account, month_end.isoformat()))
+        nick, then = ctx.nick(account), month_end_phrase(month_end)
+        text = ctx.pick(
+            [
+                f"What was in {nick} at the end of {then}?",
+                f"How much did {nick} have at the end of {then}?",
+                f"Where was {nick} at the close of {then}?",
+            ]
         )
+        build = _balance_build(ctx, account, month_end.isoformat())
+        key = ("balance", account, month_end.isoformat())
+        fragments = [f"{nick} at end of {then}?", f"{nick}, end of {then}"]
+        out.append(_option("balance_as_of", text, "first", None, build, key=key, fragments=fragments))
         return out
     previous = [b for b in ctx.balances if b[0] == ctx.position - 1]
     if len(previous) == 1:  # "and X?" / "what was it then?" carry one account
@@ -95,7 +115,15 @@ def _balances(ctx: Context) -> list[Option]:
         anchor = ctx.today if as_of is None else date.fromisoformat(as_of)
         month_end = last_month(anchor).end
         if month_end >= ctx.earliest:
-            text = f"And what was it at the end of {month_end_phrase(month_end)}?"
+            then = month_end_phrase(month_end)
+            text = ctx.pick(
+                [
+                    f"And what was it at the end of {then}?",
+                    f"And at the end of {then}?",
+                    f"What about at the end of {then}?",
+                    f"And back at the end of {then}?",
+                ]
+            )
             build = _balance_build(ctx, account, month_end.isoformat())
             key = ("balance", account, month_end.isoformat())
             out.append(_option("balance_as_of_partial", text, "partial", ctx.position - 1, build, key=key))
@@ -143,7 +171,12 @@ def _salient_balance(ctx: Context) -> list[Option]:
                     ]
                 )
                 if close
-                else f"What's in {ctx.pointer(account, close=False)} now?"
+                else ctx.pick(
+                    [
+                        f"What's in {ctx.pointer(account, close=False)} now?",
+                        f"How much is left in {ctx.pointer(account, close=False)} today?",
+                    ]
+                )
             )
         build = _balance_build(ctx, account)
         out.append(_option("salient_balance", text, mode, task, build, key=("balance", account, None), weight=0.35))
@@ -197,12 +230,25 @@ def _salient_history(ctx: Context) -> list[Option]:
         pointer = ctx.pointer(account, close)
         if account.startswith("Expenses"):
             period = last_month(ctx.today)
-            text = f"What did {pointer} come to last month?"
+            text = ctx.pick(
+                [
+                    f"What did {pointer} come to last month?",
+                    f"And last month, what was the total for {pointer}?",
+                    f"How much went into {pointer} last month?",
+                ]
+            )
             build = _spend_build(ctx, period, account)
             key: tuple[Any, ...] = ("spend", account, period.start_iso, period.end_iso)
         else:
             month_end = last_month(ctx.today).end
-            text = f"And where did {pointer} stand at the end of {month_end_phrase(month_end)}?"
+            then = month_end_phrase(month_end)
+            text = ctx.pick(
+                [
+                    f"And where did {pointer} stand at the end of {then}?",
+                    f"What was {pointer} at, back at the end of {then}?",
+                    f"Rewind to the end of {then}: what did {pointer} show?",
+                ]
+            )
             build = _balance_build(ctx, account, month_end.isoformat())
             key = ("balance", account, month_end.isoformat())
         out.append(_option("salient_history", text, mode, task, build, key=key, weight=0.3))
@@ -217,14 +263,19 @@ def _spending(ctx: Context) -> list[Option]:
             return out
         category = ctx.pick(categories)
         period = ctx.pick([last_month(ctx.today), this_month(ctx.today)])
+        nick = ctx.nick(category)
         text = ctx.pick(
             [
-                f"How much did I spend on {ctx.nick(category)} {period.label}?",
-                f"What did {ctx.nick(category)} cost me {period.label}?",
+                f"How much did I spend on {nick} {period.label}?",
+                f"What did {nick} cost me {period.label}?",
+                f"What was my {nick} bill {period.label}?",
+                f"How much went on {nick} {period.label}?",
             ]
         )
         key = ("spend", category, period.start_iso, period.end_iso)
-        out.append(_option("spending", text, "first", None, _spend_build(ctx, period, category), key=key))
+        fragments = [f"{nick} {period.label}?", f"{nick} total {period.label}", f"total on {nick} {period.label}?"]
+        build = _spend_build(ctx, period, category)
+        out.append(_option("spending", text, "first", None, build, key=key, fragments=fragments))
         return out
     previous = [s for s in ctx.spends if s[0] == ctx.position - 1]
     if previous and len({s[2] for s in previous}) == 1:  # "what about X?" carries the one period asked about
@@ -239,7 +290,7 @@ def _spending(ctx: Context) -> list[Option]:
         out.append(_option("spending_partial", text, "partial", ctx.position - 1, build, key=key))
         if period.label == "last month" and len(previous) == 1:  # after two categories, "the month before" of which?
             earlier = month_before_last(ctx.today)
-            text = "And the month before?"
+            text = ctx.pick(["And the month before?", "What about the month before that?", "And the previous month?"])
             build = _spend_build(ctx, earlier, category)
             key = ("spend", category, earlier.start_iso, earlier.end_iso)
             out.append(_option("spending_partial", text, "partial", ctx.position - 1, build, key=key))
@@ -275,19 +326,27 @@ def _accounts_build(ctx: Context, prefix: str) -> Any:
         _, result = rec.call("list_accounts", {"prefix": prefix})
         ctx.salient[ctx.position] = prefix
         kind = "categories" if prefix == "Expenses" else "accounts"
-        return f"Here are the {kind} there: {_listing([row['account'] for row in result])}."
+        accounts = [row["account"] for row in result]
+        said = _listing(accounts)
+        if said == ", ".join(accounts):  # listed in full and in order: "the third one" has one reading
+            ctx.listed[ctx.position] = accounts
+        return f"Here are the {kind} there: {said}."
 
     return build
 
 
 def _list_accounts(ctx: Context) -> list[Option]:
     if ctx.position == 0:
-        text = ctx.pick(["Which spending categories do I have set up?", "What expense categories does my ledger have?"])
-        return [
-            _option(
-                "list_accounts", text, "first", None, _accounts_build(ctx, "Expenses"), key=("accounts", "Expenses")
-            )
-        ]
+        text = ctx.pick(
+            [
+                "Which spending categories do I have set up?",
+                "What expense categories does my ledger have?",
+                "Can you list the categories I file expenses under?",
+            ]
+        )
+        fragments = ["my expense categories?", "list of categories pls"]
+        build = _accounts_build(ctx, "Expenses")
+        return [_option("list_accounts", text, "first", None, build, key=("accounts", "Expenses"), fragments=fragments)]
     out = []
     if (
         ctx.templates.get(ctx.position - 1, "").startswith("list_accounts")
@@ -339,8 +398,15 @@ def _find(ctx: Context) -> list[Option]:
         if not payees:
             return []
         payee = ctx.pick(payees)
-        text = ctx.pick([f"Show me my {payee} purchases from last month.", f"What did I buy at {payee} last month?"])
-        return [_option("find", text, "first", None, _find_build(ctx, payee, period))]
+        text = ctx.pick(
+            [
+                f"Show me my {payee} purchases from last month.",
+                f"What did I buy at {payee} last month?",
+                f"List last month's {payee} transactions for me.",
+            ]
+        )
+        fragments = [f"{payee} purchases last month?", f"last month's {payee} charges"]
+        return [_option("find", text, "first", None, _find_build(ctx, payee, period), fragments=fragments)]
     previous = [f for f in ctx.finds if f[0] == ctx.position - 1]
     if previous:
         _, payee, period, _ = previous[-1]
@@ -455,7 +521,7 @@ def _amend_amount(ctx: Context) -> list[Option]:
                 f"{ctx.money(memo.amount)}."
             )
 
-        out.append(_option("amend_amount", text, mode, memo.task, build))
+        out.append(_option("amend_amount", text, mode, memo.task, build, wild=own_slip(memo)))
     return out
 
 
@@ -478,7 +544,7 @@ def _amend_date(ctx: Context) -> list[Option]:
             ctx.salient[ctx.position] = after.category
             return f"Fixed: {after.id} ({after.payee}, {ctx.money(after.amount)}) is now dated {after.day.isoformat()}."
 
-        out.append(_option("amend_date", text, mode, memo.task, build))
+        out.append(_option("amend_date", text, mode, memo.task, build, wild=own_slip(memo)))
     return out
 
 
@@ -566,7 +632,7 @@ def _amend_found(ctx: Context) -> list[Option]:
             f"{ctx.money(memo.amount)}."
         )
 
-    return [_option("amend_found", text, "coref", ctx.position - 1, build)]
+    return [_option("amend_found", text, "coref", ctx.position - 1, build, wild=(Wild.PICK,))]
 
 
 def _memo_follow_ups(ctx: Context) -> list[Option]:
@@ -577,7 +643,13 @@ def _memo_follow_ups(ctx: Context) -> list[Option]:
         if not memo.category.startswith("Expenses"):
             continue
         if mode == "coref":
-            text = "How much have I spent in that category this month, then?"
+            text = ctx.pick(
+                [
+                    "How much have I spent in that category this month, then?",
+                    "So what's that category at for this month?",
+                    "And how much has that category taken this month?",
+                ]
+            )
         else:
             text = (
                 f"How much have I spent this month in the category of the {memo.payee} {txn_noun(memo)} "
@@ -588,7 +660,13 @@ def _memo_follow_ups(ctx: Context) -> list[Option]:
             _option("memo_category_month", text, mode, memo.task, _spend_build(ctx, now, memo.category), key=key)
         )
         if mode == "coref" and memo.payee in ctx.profile.findable_payees:
-            text = "What else have I bought there this month?"
+            text = ctx.pick(
+                [
+                    "What else have I bought there this month?",
+                    "Have I shopped there any other time this month?",
+                    "Any other purchases from that store this month?",
+                ]
+            )
             key = ("find", memo.payee, now.start_iso, now.end_iso)
             out.append(_option("memo_store_month", text, mode, memo.task, _find_build(ctx, memo.payee, now), key=key))
     return out
@@ -617,6 +695,8 @@ def single_options(ctx: Context) -> list[Option]:
         _memo_follow_ups,
     ):
         out.extend(make(ctx))
+    out.extend(pick_options(ctx))
+    out.extend(conditional_options(ctx, taken=False))
     if ctx.position > 0:
         out.extend(_salient_balance(ctx))
         out.extend(_salient_history(ctx))

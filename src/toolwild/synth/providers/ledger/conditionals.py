@@ -1,0 +1,150 @@
+"""Conditional requests: what the user wants done depends on what a tool returns ("if checking has more than $3,000,
+move $500 to savings; if not, just tell me what's in it").
+
+The gold follows the branch the ledger's state selects: the threshold is drawn well clear of the real figure (at
+least :data:`_MARGIN` away), so exactly one branch is right. Taken, the task is a chain (the read, then the action
+that waits for it: Sequential Multi-Tool); not taken, it is the read alone and an answer that says why nothing else
+was done (Single-Tool). Either way the wrong branch is a wrong path: an extra write, or a missing one.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from toolwild.core.task import TaskType
+from toolwild.core.wild import Wild
+from toolwild.synth.providers.ledger.common import record_add, spend_arguments, spend_sentence
+from toolwild.synth.providers.ledger.phrasing import capital, last_month, month_before_last
+from toolwild.synth.providers.ledger.scenario import Context, Option, Recorder, option
+
+__all__ = ["conditional_options"]
+
+_MARGIN = Decimal(100)
+_MOVES = (200, 250, 300, 400, 500)
+
+
+def _limit(ctx: Context, figure: int) -> str:
+    currency = ctx.profile.currency
+    return f"${figure:,}" if currency == "USD" else f"{figure:,} {currency}"
+
+
+def _threshold(ctx: Context, value: Decimal, taken: bool, steps: tuple[int, ...]) -> int | None:
+    """A round threshold the value is clearly over (``taken``) or clearly not over."""
+    fits = [s for s in steps if (value - s > _MARGIN if taken else s - value > _MARGIN)]
+    return ctx.pick(fits) if fits else None
+
+
+def _sweep_if(ctx: Context, taken: bool) -> list[Option]:
+    """If checking holds more than a threshold, move a fixed amount to savings (recorded as the books' transfer)."""
+    checking, savings, sweep = ctx.profile.checking, ctx.profile.savings, ctx.profile.sweep
+    if checking is None or savings is None or sweep is None:
+        return []
+    currency = ctx.profile.currency
+    held = ctx.episode.call("get_balance", {"account": checking}).result["balances"].get(currency)
+    if held is None:
+        return []
+    balance = Decimal(held)
+    steps = (500, 1000, 1500, 2000, 2500, 3000, 4000, 5000, 7500, 10000, 15000)
+    floor = _threshold(ctx, balance, taken, steps)
+    if floor is None:
+        return []
+    moves = [m for m in _MOVES if not taken or balance - m > 0]
+    move = ctx.pick(moves)
+    nick_from, nick_to = ctx.nick(checking), ctx.nick(savings)
+    record = f"Record it today with {sweep.payee} as the payee and '{sweep.narration}' as the description."
+    text = ctx.pick(
+        [
+            f"If {nick_from} has more than {_limit(ctx, floor)}, move {_limit(ctx, move)} over to {nick_to}; if not, "
+            f"just tell me what's in it. {record}",
+            f"Check {nick_from}: if it's above {_limit(ctx, floor)}, put {_limit(ctx, move)} into {nick_to}, "
+            f"otherwise leave it alone and tell me the balance. {record}",
+            f"Only if {nick_from} is over {_limit(ctx, floor)}: transfer {_limit(ctx, move)} to {nick_to}. Either way, "
+            f"tell me where {nick_from} stands. {record}",
+        ]
+    )
+
+    def build(rec: Recorder) -> str:
+        idx, result = rec.call("get_balance", {"account": checking})
+        current = Decimal(result["balances"][currency])
+        ctx.balances.append((ctx.position, checking, f"{current:.2f}", None))
+        if not taken:
+            ctx.salient[ctx.position] = checking
+            return (
+                f"{capital(nick_from)} has {ctx.money(current)}, which is not over your limit, so I didn't move "
+                "anything."
+            )
+        args: dict[str, Any] = {
+            "date": ctx.today.isoformat(),
+            "payee": sweep.payee,
+            "narration": sweep.narration,
+            "amount": float(move),
+            "expense_account": savings,
+        }
+        if checking != ctx.profile.default_payment:
+            args["payment_account"] = checking
+        if currency != "USD":
+            args["currency"] = currency
+        _, memo = record_add(ctx, rec, args, deps=(idx,))
+        ctx.ruled.add(memo.id)
+        return (
+            f"{capital(nick_from)} had {ctx.money(current)}, over your limit, so I moved {ctx.money(move)} to "
+            f"{nick_to} ({memo.id})."
+        )
+
+    kind = TaskType.SEQUENTIAL if taken else TaskType.SINGLE
+    key = ("conditional_sweep", checking)
+    return [option(kind, "conditional_sweep", text, "first", None, build, key=key, wild=(Wild.CONDITIONAL,))]
+
+
+def _compare_if(ctx: Context, taken: bool) -> list[Option]:
+    """If a category came to more than a threshold last month, compare it with the month before."""
+    categories = list(ctx.profile.spend_categories)
+    if not categories:
+        return []
+    category = ctx.pick(categories)
+    last, before = last_month(ctx.today), month_before_last(ctx.today)
+    if before.start < ctx.earliest:
+        return []
+    total = ctx.episode.call("spending_summary", spend_arguments(last, category)).result["total"]
+    value = Decimal(ctx.profile.amount_of(total))
+    steps = (50, 100, 150, 200, 250, 300, 400, 500, 750, 1000, 1500, 2000)
+    limit = _threshold(ctx, value, taken, steps)
+    if limit is None:
+        return []
+    nick = ctx.nick(category)
+    text = ctx.pick(
+        [
+            f"If I spent more than {_limit(ctx, limit)} on {nick} last month, how does that compare with the month "
+            "before? If not, the total is all I need.",
+            f"How much went on {nick} last month? If it's over {_limit(ctx, limit)}, also pull the month before so I "
+            "can compare.",
+            f"Did {nick} go past {_limit(ctx, limit)} last month? If so, show me the month before too; otherwise "
+            "just last month.",
+        ]
+    )
+
+    def build(rec: Recorder) -> str:
+        idx, result = rec.call("spending_summary", spend_arguments(last, category))
+        got = ctx.profile.amount_of(result["total"])
+        ctx.spends.append((ctx.position, category, last, got))
+        first = spend_sentence(ctx, result, last, category)
+        if not taken:
+            ctx.salient[ctx.position] = category
+            return f"{first} That is not over your limit, so I left the month before out."
+        _, earlier = rec.call("spending_summary", spend_arguments(before, category), (idx,))
+        ctx.spends.append((ctx.position, category, before, ctx.profile.amount_of(earlier["total"])))
+        ctx.salient[ctx.position] = category
+        return f"{first} That is over your limit. {spend_sentence(ctx, earlier, before, category)}"
+
+    kind = TaskType.SEQUENTIAL if taken else TaskType.SINGLE
+    key = ("spend", category, last.start_iso, last.end_iso)
+    return [option(kind, "conditional_compare", text, "first", None, build, key=key, wild=(Wild.CONDITIONAL,))]
+
+
+def conditional_options(ctx: Context, *, taken: bool) -> list[Option]:
+    """The conditional requests that fit the session's first task: those whose condition holds (``taken``: for a
+    Multi-Tool slot) or does not (for a Single-Tool slot)."""
+    if ctx.position != 0:
+        return []
+    return [*_sweep_if(ctx, taken), *_compare_if(ctx, taken)]
