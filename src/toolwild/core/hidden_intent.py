@@ -215,7 +215,8 @@ def states(text: str, value: Any, context: str = "") -> bool:
     relative to the context's day (:func:`day_phrases`: "today's receipt" states today, "last month" its first and
     last day); or ``value`` is a hierarchical name the session's ``context`` lists (an account of the chart the
     system message shows) and the text says it the way people do, by its last part ("my checking balance" states
-    ``Assets:Bank:Checking``), where no other name of the context is said that way. So a reference is believed
+    ``Assets:Bank:Checking``), where no other name of the context is said that way. A date also counts as stated
+    when the words give it in parts: its day as an ordinal ("the 14th") and its month's name. So a reference is believed
     only where the words leave it open."""
     if mentions(text, value):
         return True
@@ -224,7 +225,11 @@ def states(text: str, value: Any, context: str = "") -> bool:
     day, today = _day(value), context_day(context)
     if day is not None:
         low = text.lower()
-        return today is not None and any(_says(low, p) for p in day_phrases(day, today))
+        if today is not None and any(_says(low, p) for p in day_phrases(day, today)):
+            return True
+        # a date given in parts ("the 14th", then "March"): its day's ordinal and its month, anywhere in the words
+        month = calendar.month_name[day.month].lower()
+        return today is not None and bool(re.search(rf"\b{day.day}(?:st|nd|rd|th)\b", low)) and _says(low, month)
     low = text.lower()
     if value in _roots_in(context):  # a root, by the plural of its kind ("my spending categories": Expenses)
         plurals = [
@@ -310,16 +315,18 @@ SAME_REQUEST = ("same question for ", "same for ", "same again")
 
 
 def carries_request(task: Task, earlier: list[Task]) -> bool:
-    """Whether a task leaves out *what* to do and takes it from the turn before: its words are a fragment
-    (:data:`CARRY_OVER`) or say so (:data:`SAME_REQUEST`), and the previous task called every tool its gold
-    calls.
+    """Whether a task leaves out *what* to do and takes it from the turn before: its words (or their last sentence,
+    after an aside) are a fragment (:data:`CARRY_OVER`) or say so (:data:`SAME_REQUEST`), and the previous task
+    called every tool its gold calls.
 
     Why: "What about the credit card?" after a balance question is Partial Information by the published
     definition (the user gives part of the request, the conversation the rest), yet it needs no earlier *value*:
     the request itself is what carries over, and the tools show it.
     """
     words = task.utterance.strip().lower()
-    fragment = words.startswith(CARRY_OVER) and len(words.split()) <= 8
+    # the fragment may follow an aside ("The landlord wants the deposit soon. And savings?"): its last sentence
+    last = re.split(r"(?<=[.!?])\s+", words)[-1]
+    fragment = any(w.startswith(CARRY_OVER) and len(w.split()) <= 8 for w in {words, last})
     if not earlier or not task.call_nodes or not (fragment or words.startswith(SAME_REQUEST)):
         return False
     before = {n.name for n in earlier[-1].call_nodes}

@@ -379,6 +379,8 @@ _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", 
 _ORDINAL_PICK = re.compile(
     rf"\bthe ({'|'.join(_ORDINALS)}|last)(?: one)?\b(?= (?:one|of|on|in|among|you|I)\b| is\b|[:.,?])", re.IGNORECASE
 )
+_NAMED_ORDER = re.compile(r"\b(?:i mentioned|i named|i asked about|of the two)\b", re.IGNORECASE)
+"""An ordinal that counts what the user named ("the second one I mentioned"), not a list a tool returned."""
 _SIZE_PICK = re.compile(
     r"\b(?:the (bigger|larger|smaller) (?:one|of)|whichever was (bigger|larger|smaller)|the one with (more|less) in)\b",
     re.IGNORECASE,
@@ -417,7 +419,7 @@ def picked(pool: Sequence[Candidate], text: str) -> list[Candidate]:
     if ordinal is not None:
         word = ordinal.group(1).lower()
         listed = [c for c in pool if _list_index(c.record) is not None]
-        if listed:
+        if listed and not _NAMED_ORDER.search(text):
             indices = sorted({_list_index(c.record) for c in listed})  # type: ignore[type-var]
             k = indices[-1] if word == "last" else _ORDINALS.index(word)
             chosen = [c for c in listed if _list_index(c.record) == k]

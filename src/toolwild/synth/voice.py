@@ -40,10 +40,21 @@ class Register:
 
 
 REGISTERS: tuple[Register, ...] = (
-    Register("plain", (), (), (), 0.0, 0.9),
+    Register("plain", (), (), (), 0.0, 1.0),
     Register(
         "chatty",
-        ("Hey!", "Hi there!", "Oh, before I forget:", "So, a thing I keep meaning to ask:", "Alright, here's one."),
+        (
+            "Hey!",
+            "Hi there!",
+            "Oh, before I forget:",
+            "So, a thing I keep meaning to ask:",
+            "Alright, here's one.",
+            "Morning!",
+            "Evening! Tea in hand.",
+            "Okay, money time.",
+            "Right, let's do this.",
+            "Good news, I finally sat down with my finances.",
+        ),
         (
             "Okay, next thing.",
             "Hmm, one more for you.",
@@ -55,7 +66,7 @@ REGISTERS: tuple[Register, ...] = (
         ),
         ("Thanks!", "Cheers.", "You're a star.", "Appreciate it!", "Thanks a ton :)", "Much obliged."),
         0.1,
-        0.95,
+        1.0,
     ),
     Register(
         "polite",
@@ -65,6 +76,11 @@ REGISTERS: tuple[Register, ...] = (
             "I'd be grateful for your help with this.",
             "May I ask you something?",
             "Hi, I hope this is quick for you.",
+            "Good afternoon.",
+            "Hello there, I have a question.",
+            "Excuse me, a request please.",
+            "Would you be so kind as to help?",
+            "Dear assistant, a small task for you.",
         ),
         (
             "Sorry to bother you again.",
@@ -74,7 +90,7 @@ REGISTERS: tuple[Register, ...] = (
         ),
         ("Thank you very much.", "Thanks so much.", "Many thanks.", "Thank you kindly.", "I appreciate the help."),
         0.0,
-        0.85,
+        1.0,
     ),
     Register(
         "hurried",
@@ -82,9 +98,9 @@ REGISTERS: tuple[Register, ...] = (
         ("ok so", "next:", "also -", "one more:", "another thing -"),
         ("thx", "ty", "asap pls", "gotta run", "thanks!!"),
         0.7,
-        0.7,
+        1.0,
     ),
-    Register("terse", (), (), (), 0.85, 0.5),
+    Register("terse", (), (), (), 0.85, 0.85),
 )
 """The registers a session's user may have (drawn once per session; :class:`Voice`)."""
 
@@ -110,6 +126,26 @@ def _capital(text: str) -> str:
 def _unpunctuated(text: str) -> str:
     return text[:-1] if text.endswith((".", "?", "!")) and not text.endswith("...") else text
 
+
+_LEAD_INS = (
+    "Honestly,",
+    "Well,",
+    "Ugh,",
+    "So,",
+    "Funny thing:",
+    "Long story short,",
+    "FYI",
+    "Context:",
+    "Background:",
+    "Thing is,",
+    "As it happens,",
+    "Okay, so",
+    "To be honest,",
+    "Quick context:",
+    "Right now",
+    "Small update:",
+)
+"""What a person may say before the reason they give first."""
 
 _CARRY_TAILS = (
     "Just curious.",
@@ -145,19 +181,27 @@ class Voice:
         self._said: set[str] = set()
 
     def realisations(
-        self, sentence: str, topic: str, *, fragments: Sequence[str] = (), carry: bool = False, first: bool = False
+        self,
+        sentence: str,
+        topic: str,
+        *,
+        fragments: Sequence[str] = (),
+        carry: bool = False,
+        first: bool = False,
+        terse: float | None = None,
     ) -> list[str]:
         """Ways to say ``sentence`` in this voice, best first; the sentence itself always last (the caller's
         fallback). ``fragments``: terse forms of the same request, preferred by the terse and hurried registers;
         ``carry``: the sentence is a fragment that takes its request from the turn before ("And savings?"), so
-        nothing goes in front of it and it stays short; ``first``: the session's first request (no "next thing")."""
+        nothing goes in front of it and it stays short; ``first``: the session's first request (no "next thing");
+        ``terse``: the chance of a fragment (None: the register's own)."""
         out: list[str] = []
-        terse = self.register.name in ("terse", "hurried")
-        if fragments and (terse or self.rng.random() < 0.25):
+        chance = {"terse": 0.9, "hurried": 0.5}.get(self.register.name, 0.2) if terse is None else terse
+        if fragments and self.rng.random() < chance:
             frag = self.rng.choice(list(fragments))
             out.append(self._careless(frag) if self.rng.random() < self.register.careless else frag)
         if carry:
-            out += self._carried(sentence)
+            out += self._carried(sentence, topic)
         else:
             out += self._wrapped(sentence, topic, first)
         out.append(sentence)
@@ -167,8 +211,6 @@ class Voice:
     def reply(self, text: str) -> list[str]:
         """Ways to say a short reply to a question (a value: "last month.", "checking"), best first, the reply
         itself last."""
-        if self.rng.random() < 0.2:
-            return [text]
         bare = _unpunctuated(text.strip())
         forms = [
             f"{_lower_first(bare)}",
@@ -182,6 +224,12 @@ class Voice:
             f"{_lower_first(bare)} pls",
             f"Right, {_lower_first(bare)}.",
             f"Let me check... {_lower_first(bare)}.",
+            f"Yes - {_lower_first(bare)}.",
+            f"OK: {_lower_first(bare)}.",
+            f"{_capital(bare)}, if that helps.",
+            f"{_capital(bare)} :)",
+            f"Ah, {_lower_first(bare)}.",
+            f"{_capital(bare)}. Thanks for checking.",
         ]
         self.rng.shuffle(forms)
         return [*forms[:2], text]
@@ -202,8 +250,13 @@ class Voice:
         self._said.add(reason)
         return reason
 
-    def _carried(self, sentence: str) -> list[str]:
+    def _carried(self, sentence: str, topic: str) -> list[str]:
+        """A fragment that takes its request from the turn before stays a fragment; an aside may come first."""
         out = []
+        if self.rng.random() < self.register.reason:
+            reason = self._reason(topic)
+            if reason is not None:
+                out.append(f"{_capital(reason)}. {sentence}")
         if self.rng.random() < self.register.careless:
             out.append(self._careless(sentence))
         if self.register.closers and self.rng.random() < 0.4:
@@ -221,9 +274,9 @@ class Voice:
             if self.rng.random() < reg.reason:
                 reason = self._reason(topic)
                 if reason is not None:
-                    text = self._with_reason(text, reason)
+                    text = self._with_reason(text, reason, after=bool(_GREETS.match(sentence)))
             openers = () if _GREETS.match(sentence) else reg.openers if first else reg.openers + reg.later
-            if openers and self.rng.random() < 0.6:
+            if openers and self.rng.random() < 0.3:
                 opener = self.rng.choice(openers)
                 lower = opener.endswith((":", "-")) or opener[-1].isalpha()
                 text = f"{opener} {_lower_first(text) if lower else text}"
@@ -234,9 +287,12 @@ class Voice:
             out.append(text)
         return out
 
-    def _with_reason(self, sentence: str, reason: str) -> str:
-        """The sentence with a reason before or after it, in one of several shapes."""
-        shape = self.rng.randrange(6)
+    def _with_reason(self, sentence: str, reason: str, *, after: bool = False) -> str:
+        """The sentence with a reason before or after it (``after``: after only, as a greeting comes first), in one
+        of several shapes; a reason said first may come with a lead-in ("Thing is, ...")."""
+        shape = self.rng.choice((2, 3, 5)) if after else self.rng.choice((0, 0, 0, 1, 1, 1, 4, 4, 2, 3, 5))
+        if shape in (0, 1) and self.rng.random() < 0.5:
+            reason = f"{self.rng.choice(_LEAD_INS)} {reason}"
         if shape == 0:
             return f"{_capital(reason)}, so {_lower_first(sentence)}"
         if shape == 1:

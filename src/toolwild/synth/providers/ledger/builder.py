@@ -72,8 +72,8 @@ _MULTI_TARGET = {TaskType.PARALLEL: 0.45, TaskType.SEQUENTIAL: 0.25, TaskType.MI
 _MAX_ATTEMPTS = 80
 _REASONS = reasons()
 _SLIP_RATE = 0.35
-_WILD_TARGET = 0.08
-_WILD_BOOST = 4.0
+_WILD_TARGET = 0.09
+_WILD_BOOST = 30.0
 _FOLLOW_UPS = frozenset(
     {
         "amend_amount",
@@ -157,10 +157,13 @@ class Balancer:
         wild = self.wild + (extra.wild if extra else Counter())
         weight = option.weight / (1 + templates[option.template])
         tasks = sum(templates.values()) + 1
-        if any(wild[w.value] / tasks < _WILD_TARGET for w in option.wild):
-            weight *= _WILD_BOOST  # the behaviours a real user shows are rarer than the templates that carry them
-        elif option.template in SETS_UP_PICKS and wild[Wild.PICK.value] / tasks < _WILD_TARGET:
-            weight *= _WILD_BOOST  # a pick needs a list the assistant just gave
+        # the behaviours a real user shows are rarer than the templates that carry them: the further a behaviour is
+        # below its share, the more an option showing it (or, for a pick, giving the list it needs) is preferred
+        wanted = [*option.wild, *([Wild.PICK] if option.template in SETS_UP_PICKS else [])]
+        if wanted:
+            share = min(wild[w.value] for w in wanted) / tasks
+            if share < _WILD_TARGET:
+                weight *= min(_WILD_BOOST, (_WILD_TARGET / (share + 0.005)) ** 4)
         if option.template in _FOLLOW_UPS:
             weight *= 2.0
         if position > 0:
@@ -171,6 +174,12 @@ class Balancer:
             total = sum(multi.values()) + 1
             weight *= (_MULTI_TARGET[option.type] / ((multi[option.type] + 1) / total)) ** 2
         return weight
+
+    def short_of(self, behaviour: Wild, *, extra: Balancer | None = None) -> bool:
+        """Whether the suite so far shows ``behaviour`` in fewer tasks than its target share."""
+        tasks = sum(self.templates.values()) + (sum(extra.templates.values()) if extra else 0) + 1
+        shown = self.wild[behaviour.value] + (extra.wild[behaviour.value] if extra else 0)
+        return shown / tasks < _WILD_TARGET
 
     def note(self, task: Task, template: str, wild: list[Wild] | list[str] = ()) -> None:  # type: ignore[assignment]
         """Count one chosen task (and the wild behaviours it shows)."""
@@ -314,11 +323,12 @@ _SLIPS = (
 
 
 def _typed_amounts(task: Task) -> list[str]:
-    """The amounts a task's gold writes, as the user types them (``42.10``): what a slip can get wrong."""
+    """The amounts of the receipts a task's gold adds, as the user types them (``42.10``): what a slip can get
+    wrong (a correction of the books' amount already says two amounts, a slip there would read as a third)."""
     out = []
     for node in task.call_nodes:
         amount = node.action.arguments.get("amount")
-        if node.name in ("add_transaction", "amend_transaction") and isinstance(amount, int | float):
+        if node.name == "add_transaction" and isinstance(amount, int | float):
             out.append(number(Decimal(str(amount))))
     return out
 
@@ -334,7 +344,15 @@ def _slipped(text: str, amounts: list[str], ctx: Context) -> str | None:
 
 
 def _said(
-    ctx: Context, voice: Voice, option: Option, task: Task, earlier: list[Task], tools: list[Tool], context: str
+    ctx: Context,
+    voice: Voice,
+    option: Option,
+    task: Task,
+    earlier: list[Task],
+    tools: list[Tool],
+    context: str,
+    *,
+    terse: float | None = None,
 ) -> tuple[Task, list[Wild], list[str]]:
     """The task as the session's user says it: the first realisation of the template's sentence (and of the replies
     to its asks) in the user's voice that passes every gold check, the template's own words last; with the
@@ -342,11 +360,11 @@ def _said(
 
     Some users type an amount wrong and correct it in the same breath (:data:`_SLIPS`); such a realisation is tried
     first when the draw says so, and the task then shows a correction (of the user's own words: the gold passes the
-    corrected amount)."""
+    corrected amount). ``terse``: the chance of a fragment where the template has one (None: the voice's own)."""
     plain = option.utterance
     carry = plain.lower().startswith(CARRY_OVER + SAME_REQUEST)
     texts = voice.realisations(
-        plain, topic_of(option.template), fragments=option.fragments, carry=carry, first=not earlier
+        plain, topic_of(option.template), fragments=option.fragments, carry=carry, first=not earlier, terse=terse
     )
     asks = [n.idx for n in task.gold if n.kind is NodeKind.ASK and n.user_input is not None]
     replies = {i: voice.reply(task.gold[i].user_input or "") for i in asks}
@@ -374,7 +392,7 @@ def _said(
             continue
         voice.remember(text)
         wild = list(option.wild)
-        if text in option.fragments or (carry and len(text.split()) <= 6):
+        if text in option.fragments or (carry and len(re.split(r"(?<=[.!?])\s+", text)[-1].split()) <= 6):
             wild.insert(0, Wild.FRAGMENT)
         if slip and Wild.CORRECTION not in wild:
             wild.append(Wild.CORRECTION)
@@ -404,7 +422,8 @@ def _fill(
         option = ctx.rng.choices(options, weights=weights, k=1)[0]
         task, wrote = _build_task(ctx, option)
         context = f"{ctx.today.isoformat()}\n{ctx.chart}"  # what the final context line says (its clock aside)
-        task, wild, problems = _said(ctx, voice, option, task, tasks, tools, context)
+        terse = 0.9 if balancer.short_of(Wild.FRAGMENT, extra=pending) else None
+        task, wild, problems = _said(ctx, voice, option, task, tasks, tools, context, terse=terse)
         if problems:
             raise _DeadEnd(f"{option.template} at position {position} ({option.utterance!r}): {problems[0]}")
         if wrote:

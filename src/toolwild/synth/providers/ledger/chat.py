@@ -14,6 +14,7 @@ from toolwild.core.task import TaskType
 from toolwild.core.wild import Wild
 from toolwild.synth.providers.ledger.catalog import ways
 from toolwild.synth.providers.ledger.common import txn_noun
+from toolwild.synth.providers.ledger.conditionals import conditional_follow_ups
 from toolwild.synth.providers.ledger.picks import ORDINALS, mentioned_two
 from toolwild.synth.providers.ledger.scenario import Context, Mode, Option, Recorder, memo_targets, option
 
@@ -139,7 +140,8 @@ def _category_check(ctx: Context) -> list[Option]:
             "If it was really something else, tell me and I'll move it."
         )
         build = _answer(ctx, answer, memo.category)
-        out.append(_option("category_check", text, mode, memo.task, build, key=("check", memo.id, memo.category)))
+        key = ("check", memo.id, memo.category)
+        out.append(_option("category_check", text, mode, memo.task, build, key=key))
     return out
 
 
@@ -294,7 +296,7 @@ def _explain_picked(ctx: Context) -> list[Option]:
         ]
     )
     build = _answer(ctx, f"{account} is {_ROOT_EXPLANATIONS[root]}", account)
-    return [_option("pick_explain", text, "coref", ctx.position - 1, build, weight=2.0, wild=(Wild.PICK,))]
+    return [_option("pick_explain", text, "coref", ctx.position - 1, build, weight=5.0, wild=(Wild.PICK,))]
 
 
 def chat_options(ctx: Context) -> list[Option]:
@@ -302,4 +304,5 @@ def chat_options(ctx: Context) -> list[Option]:
     out: list[Option] = []
     for make in (_concepts, _category_check, _confirm_write, _recall, _explain_salient, _follow_ups, _explain_picked):
         out.extend(make(ctx))
+    out.extend(conditional_follow_ups(ctx, taken=False))
     return out

@@ -6,13 +6,16 @@ its observation is the gold question and ``user_input`` the user's reply, which 
 
 from __future__ import annotations
 
+import calendar
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 from functools import partial
 from typing import Any
 
 from toolwild.core.hidden_intent import states
 from toolwild.core.task import TaskType
+from toolwild.core.wild import Wild
 from toolwild.synth.providers.ledger.catalog import Receipt
 from toolwild.synth.providers.ledger.common import (
     add_arguments,
@@ -32,7 +35,7 @@ from toolwild.synth.providers.ledger.common import (
     spend_sentence,
     txn_noun,
 )
-from toolwild.synth.providers.ledger.phrasing import last_month, number, of_day, this_month
+from toolwild.synth.providers.ledger.phrasing import capital, last_month, number, of_day, this_month
 from toolwild.synth.providers.ledger.picks import pick_clarify_options
 from toolwild.synth.providers.ledger.scenario import (
     Context,
@@ -254,7 +257,8 @@ def _balance_missing_account(ctx: Context) -> list[Option]:
         ]
     )
     mode, ref = "first", None
-    reply = ctx.profile.bank_reply(account)
+    nick = ctx.nick(account)
+    reply = ctx.pick([ctx.profile.bank_reply(account), f"The {nick} one.", f"{capital(nick)}, I mean.", f"For {nick}."])
     question = ctx.profile.which_bank()
 
     def build(rec: Recorder) -> str:
@@ -265,7 +269,7 @@ def _balance_missing_account(ctx: Context) -> list[Option]:
         return balance_sentence(ctx, result)
 
     key = ("balance", account, None)
-    fragments = ["balance?", "my balance pls", "balance check"]
+    fragments = ["balance?", "balance pls", "what's the balance", "how much have I got", "money left?", "balance now?"]
     return [_option("balance_missing_account", text, mode, ref, build, key=key, fragments=fragments)]
 
 
@@ -379,6 +383,74 @@ def _amend_missing(ctx: Context) -> list[Option]:
     return out
 
 
+def _nth(n: int) -> str:
+    """``14th``, ``1st``, ``22nd``, ``13th``."""
+    suffix = "th" if 11 <= n % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _add_date_in_parts(ctx: Context) -> list[Option]:
+    """An old receipt whose date the user gives in two parts: the day first, the month only when asked again (the
+    published "the second half is ..."): a call after the first reply passes a wrong date."""
+    if not ctx.profile.receipts:
+        return []
+    mode: Mode
+    ref: int | None
+    if ctx.position == 0:
+        ((receipt, amount),) = pick_receipts(ctx, 1)
+        chosen = choose_card(ctx)
+        if chosen is None:
+            return []
+        words = paid_phrase(ctx, chosen)
+        args = add_arguments(ctx, receipt, amount, ctx.today, card=chosen)
+        mode, ref = "first", None
+    else:
+        lean = _lean(ctx)
+        if lean is None:
+            return []
+        receipt, amount, words = lean.receipt, lean.amount, lean.words
+        args = _lean_arguments(ctx, lean)
+        mode, ref = lean.mode, lean.task
+    payment = args.get("payment_account", ctx.profile.default_payment)
+    days = [
+        d
+        for d in (ctx.today - timedelta(days=k) for k in range(6, 40))
+        if d >= ctx.earliest and ctx.profile.writable(receipt.account, d) and ctx.profile.writable(payment, d)
+    ]
+    if not days:
+        return []
+    day = ctx.pick(days)
+    args = {**args, "date": day.isoformat()}
+    month = calendar.month_name[day.month]
+    text = ctx.pick(
+        [
+            f"I found an old {receipt.payee} receipt {receipt.spoken}{words}: {said(ctx, amount)}. Can you add it?",
+            f"Please add a {receipt.payee} receipt from a while back, {said(ctx, amount)} {receipt.spoken}{words}.",
+            f"There's an older {receipt.payee} receipt I never logged: {said(ctx, amount)} {receipt.spoken}{words}.",
+        ]
+    )
+    first = ctx.pick(
+        [
+            f"It says the {_nth(day.day)}, but the month is smudged.",
+            f"The {_nth(day.day)} of... hang on, I can't read the month.",
+            f"The {_nth(day.day)}. I'll have to look for the month.",
+        ]
+    )
+    second = ctx.pick([f"{month}.", f"Found it: {month}.", f"It was {month}.", f"{month}, I'm sure now."])
+
+    def build(rec: Recorder) -> str:
+        ask = rec.ask("add_transaction", ["date"], f"Sure. What date is on the {receipt.payee} receipt?", first)
+        again = rec.ask("add_transaction", ["date"], f"The {_nth(day.day)} of which month?", second, (ask,))
+        _, memo = record_add(ctx, rec, args, (again,))
+        ctx.salient[ctx.position] = memo.category
+        return (
+            f"Added {memo.id}: {memo.payee}, {ctx.money(memo.amount)} on {memo.day.isoformat()}, booked to "
+            f"{memo.category} and paid from {memo.payment}."
+        )
+
+    return [_option("add_date_in_parts", text, mode, ref, build, wild=(Wild.PARTS,))]
+
+
 def clarify_options(ctx: Context) -> list[Option]:
     """Every Clarify task that fits the conversation so far."""
     out: list[Option] = []
@@ -390,6 +462,7 @@ def clarify_options(ctx: Context) -> list[Option]:
         _recategorize_missing,
         _amend_missing,
         pick_clarify_options,
+        _add_date_in_parts,
     ):
         out.extend(make(ctx))
     return out

@@ -14,14 +14,29 @@ from typing import Any
 
 from toolwild.core.task import TaskType
 from toolwild.core.wild import Wild
-from toolwild.synth.providers.ledger.common import record_add, spend_arguments, spend_sentence
+from toolwild.synth.providers.ledger.common import balance_sentence, record_add, spend_arguments, spend_sentence
 from toolwild.synth.providers.ledger.phrasing import capital, last_month, month_before_last
 from toolwild.synth.providers.ledger.scenario import Context, Option, Recorder, option
 
-__all__ = ["conditional_options"]
+__all__ = ["conditional_follow_ups", "conditional_options", "conditional_pairs"]
 
 _MARGIN = Decimal(100)
 _MOVES = (200, 250, 300, 400, 500)
+_IF = (Wild.CONDITIONAL,)
+_ONE_READ = frozenset(
+    {
+        "balance",
+        "balance_partial",
+        "salient_balance",
+        "balance_missing_account",
+        "spending",
+        "spending_partial",
+        "spend_missing_period",
+        "memo_category_month",
+        "pick_listed",
+    }
+)
+"""Templates whose task is one read of one figure (a balance, a category's total)."""
 
 
 def _limit(ctx: Context, figure: int) -> str:
@@ -148,3 +163,173 @@ def conditional_options(ctx: Context, *, taken: bool) -> list[Option]:
     if ctx.position != 0:
         return []
     return [*_sweep_if(ctx, taken), *_compare_if(ctx, taken)]
+
+
+def _only_read(ctx: Context) -> bool:
+    """Whether the previous task was one read and nothing else (so "that" is its one figure)."""
+    return ctx.templates.get(ctx.position - 1, "") in _ONE_READ
+
+
+def _spend_follow_up(ctx: Context, taken: bool) -> list[Option]:
+    """After one category's total for a month: "if that's over $X, show me the month before too". The figure is
+    already in the conversation, so the condition needs no call: taken, one call (Single-Tool); not taken, none
+    (Chat)."""
+    spends = [s for s in ctx.spends if s[0] == ctx.position - 1]
+    if len(spends) != 1 or spends[0][2].label not in ("last month", "this month"):
+        return []
+    _, category, period, total = spends[0]
+    if ctx.salient.get(ctx.position - 1) != category or not _only_read(ctx):
+        return []  # the previous task was about more than this figure: "that" would have two readings
+    before = month_before_last(ctx.today) if period.label == "last month" else last_month(ctx.today)
+    said = before.name if period.label == "last month" else "last month"  # "February": a date the words state
+    if before.start < ctx.earliest or ("spend", category, before.start_iso, before.end_iso) in ctx.used:
+        return []
+    value = Decimal(total)
+    limit = _threshold(ctx, value, taken, (50, 100, 150, 200, 250, 300, 400, 500, 750, 1000, 1500, 2000))
+    if limit is None:
+        return []
+    text = ctx.pick(
+        [
+            f"If that's more than {_limit(ctx, limit)}, show me {said} as well.",
+            f"Is that over {_limit(ctx, limit)}? If it is, I want {said} too.",
+            f"Should that be above {_limit(ctx, limit)}, pull {said} so I can compare.",
+        ]
+    )
+    nick = ctx.nick(category)
+    if taken:
+
+        def build(rec: Recorder) -> str:
+            _, result = rec.call("spending_summary", spend_arguments(before, category))
+            ctx.spends.append((ctx.position, category, before, ctx.profile.amount_of(result["total"])))
+            ctx.salient[ctx.position] = category
+            return f"Yes, it's over your limit. {spend_sentence(ctx, result, before, category)}"
+
+        kind = TaskType.SINGLE
+    else:
+
+        def build(rec: Recorder) -> str:
+            ctx.salient[ctx.position] = category
+            return (
+                f"No: {nick} came to {ctx.money(value)} in {period.name}, which is not over your limit, so there's "
+                f"no need to pull {said}."
+            )
+
+        kind = TaskType.CHAT
+    key = ("spend", category, before.start_iso, before.end_iso) if taken else ("conditional", ctx.position - 1)
+    ref = ctx.position - 1
+    return [option(kind, "conditional_follow_up", text, "coref", ref, build, key=key, wild=_IF, weight=3.0)]
+
+
+def _balance_follow_up(ctx: Context, taken: bool) -> list[Option]:
+    """After checking's balance: "if that's more than $X, move $Y to savings" (the figure is in the conversation:
+    taken, one write, Single-Tool; not taken, none, Chat)."""
+    checking, savings, sweep = ctx.profile.checking, ctx.profile.savings, ctx.profile.sweep
+    balances = [b for b in ctx.balances if b[0] == ctx.position - 1]
+    if checking is None or savings is None or sweep is None or len(balances) != 1:
+        return []
+    _, account, figure, as_of = balances[0]
+    if account != checking or as_of is not None or ctx.wrote or not _only_read(ctx):
+        return []  # a write since would make the figure stale; a task about more than checking, "that" ambiguous
+    value = Decimal(figure)
+    steps = (500, 1000, 1500, 2000, 2500, 3000, 4000, 5000, 7500, 10000, 15000)
+    floor = _threshold(ctx, value, taken, steps)
+    if floor is None:
+        return []
+    move = ctx.pick([m for m in _MOVES if value - m > 0] or [_MOVES[0]])
+    nick_to = ctx.nick(savings)
+    record = f"Record it today with {sweep.payee} as the payee and '{sweep.narration}' as the description."
+    text = ctx.pick(
+        [
+            f"If that's more than {_limit(ctx, floor)}, move {_limit(ctx, move)} from it to {nick_to}. {record}",
+            f"OK, and if that's above {_limit(ctx, floor)}, take {_limit(ctx, move)} out of it and put that into "
+            f"{nick_to}. {record}",
+        ]
+    )
+    if taken:
+
+        def build(rec: Recorder) -> str:
+            args: dict[str, Any] = {
+                "date": ctx.today.isoformat(),
+                "payee": sweep.payee,
+                "narration": sweep.narration,
+                "amount": float(move),
+                "expense_account": savings,
+            }
+            args["payment_account"] = checking  # the user pointed at it ("from it"): always passed
+            if ctx.profile.currency != "USD":
+                args["currency"] = ctx.profile.currency
+            _, memo = record_add(ctx, rec, args)
+            ctx.ruled.add(memo.id)
+            return f"It's over your limit, so I moved {ctx.money(move)} to {nick_to} ({memo.id})."
+
+        kind = TaskType.SINGLE
+    else:
+
+        def build(rec: Recorder) -> str:
+            ctx.salient[ctx.position] = checking
+            has = f"{capital(ctx.nick(checking))} has {ctx.money(value)}"
+            return f"{has}, not over your limit, so I didn't move anything."
+
+        kind = TaskType.CHAT
+    key = ("conditional", ctx.position - 1)
+    ref = ctx.position - 1
+    return [option(kind, "conditional_follow_up", text, "coref", ref, build, key=key, wild=_IF, weight=3.0)]
+
+
+def _follow_up_pair(ctx: Context) -> list[Option]:
+    """A taken conditional on the previous task's figure that needs two calls (a Multi-Tool slot): "if that's
+    more than $X, move $Y to savings and tell me what savings has then", or "if that's over $X, show me the two
+    months before"."""
+    out = []
+    checking, savings, sweep = ctx.profile.checking, ctx.profile.savings, ctx.profile.sweep
+    balances = [b for b in ctx.balances if b[0] == ctx.position - 1]
+    if checking and savings and sweep and len(balances) == 1 and not ctx.wrote:
+        _, account, figure, as_of = balances[0]
+        value = Decimal(figure)
+        floor = _threshold(ctx, value, True, (500, 1000, 1500, 2000, 2500, 3000, 4000, 5000, 7500, 10000))
+        if account == checking and as_of is None and floor is not None and _only_read(ctx):
+            move = ctx.pick([m for m in _MOVES if value - m > 0] or [_MOVES[0]])
+            nick_to = ctx.nick(savings)
+            record = f"Record it today with {sweep.payee} as the payee and '{sweep.narration}' as the description."
+            text = (
+                f"If that's more than {_limit(ctx, floor)}, move {_limit(ctx, move)} from it to {nick_to} and tell "
+                f"me what {nick_to} has after that. {record}"
+            )
+
+            def build(rec: Recorder) -> str:
+                args: dict[str, Any] = {
+                    "date": ctx.today.isoformat(),
+                    "payee": sweep.payee,
+                    "narration": sweep.narration,
+                    "amount": float(move),
+                    "expense_account": savings,
+                }
+                args["payment_account"] = checking  # the user pointed at it ("from it"): always passed
+                if ctx.profile.currency != "USD":
+                    args["currency"] = ctx.profile.currency
+                idx, memo = record_add(ctx, rec, args)
+                ctx.ruled.add(memo.id)
+                _, result = rec.call("get_balance", {"account": savings}, (idx,))
+                return (
+                    f"It's over your limit, so I moved {ctx.money(move)} to {nick_to} ({memo.id}). "
+                    f"{balance_sentence(ctx, result)}"
+                )
+
+            key = ("conditional", ctx.position - 1)
+            kind = TaskType.SEQUENTIAL
+            ref = ctx.position - 1
+            out.append(option(kind, "conditional_pair", text, "coref", ref, build, key=key, wild=_IF, weight=3.0))
+    return out
+
+
+def conditional_follow_ups(ctx: Context, *, taken: bool) -> list[Option]:
+    """Conditionals on a figure the previous task gave (``taken``: for a Single-Tool slot; not taken: for a Chat
+    slot, as nothing needs a call)."""
+    if ctx.position == 0:
+        return []
+    return [*_spend_follow_up(ctx, taken), *_balance_follow_up(ctx, taken)]
+
+
+def conditional_pairs(ctx: Context) -> list[Option]:
+    """Taken conditionals on the previous task's figure that need two calls (for a Multi-Tool slot)."""
+    return _follow_up_pair(ctx) if ctx.position > 0 else []

@@ -31,7 +31,7 @@ from toolwild.synth.providers.ledger.common import (
     spend_sentence,
     txn_noun,
 )
-from toolwild.synth.providers.ledger.conditionals import conditional_options
+from toolwild.synth.providers.ledger.conditionals import conditional_options, conditional_pairs
 from toolwild.synth.providers.ledger.phrasing import (
     Period,
     capital,
@@ -769,6 +769,7 @@ def multi_options(ctx: Context) -> list[Option]:
     ):
         out.extend(make(ctx))
     out.extend(conditional_options(ctx, taken=True))
+    out.extend(conditional_pairs(ctx))
     out.extend(pick_multi_options(ctx))
     if ctx.position > 0:
         out.extend(_salient_pair(ctx))

@@ -41,8 +41,11 @@ ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth")
 _COUNTS = ("", "one", "two", "three", "four", "five", "six")
 
 _option = partial(option, TaskType.SINGLE)
+_PICK = (Wild.PICK,)
 
-SETS_UP_PICKS = frozenset({"find", "find_partial", "list_accounts", "two_spendings", "two_balances", "salient_compare"})
+SETS_UP_PICKS = frozenset(
+    {"find", "find_partial", "list_accounts", "two_spendings", "two_balances", "salient_compare", "two_adds"}
+)
 """Templates whose answer is a list or two figures side by side: what a pick can point into."""
 
 
@@ -97,10 +100,16 @@ def _pick_found(ctx: Context) -> list[Option]:
             f"{ctx.money(memo.amount)}."
         )
 
-    return [_option("pick_found", text, "coref", ctx.position - 1, build, weight=2.0, wild=(Wild.PICK,))]
+    return [_option("pick_found", text, "coref", ctx.position - 1, build, weight=5.0, wild=(Wild.PICK,))]
 
 
 def pick_clarify_options(ctx: Context) -> list[Option]:
+    """Picks a Clarify slot can hold: a found transaction with a wrong amount (:func:`_pick_found_missing`), or the
+    balance of one of two accounts at a month's end (:func:`_pick_two_missing`)."""
+    return [*_pick_found_missing(ctx), *_pick_two_missing(ctx)]
+
+
+def _pick_found_missing(ctx: Context) -> list[Option]:
     """The k-th transaction of the search just listed has a wrong amount, and the user does not say the right one
     until asked ("The second one among those three is wrong." - "What should it be?" - "It should be 45.10.")."""
     rows = _found_rows(ctx) if ctx.position > 0 else []
@@ -132,7 +141,7 @@ def pick_clarify_options(ctx: Context) -> list[Option]:
         return f"Done: {after.id} ({after.payee}) is now {ctx.money(after.amount)} instead of {ctx.money(memo.amount)}."
 
     kind = TaskType.CLARIFY
-    return [option(kind, "pick_found_missing", text, "coref", ctx.position - 1, build, weight=2.0, wild=(Wild.PICK,))]
+    return [option(kind, "pick_found_missing", text, "coref", ctx.position - 1, build, weight=5.0, wild=(Wild.PICK,))]
 
 
 def _listed(ctx: Context) -> list[str]:
@@ -169,7 +178,7 @@ def _pick_listed(ctx: Context) -> list[Option]:
         return spend_sentence(ctx, result, period, category)
 
     key = ("spend", category, period.start_iso, period.end_iso)
-    return [_option("pick_listed", text, "coref", ctx.position - 1, build, key=key, weight=2.0, wild=(Wild.PICK,))]
+    return [_option("pick_listed", text, "coref", ctx.position - 1, build, key=key, weight=5.0, wild=(Wild.PICK,))]
 
 
 def _pick_of_two(ctx: Context) -> list[Option]:
@@ -207,7 +216,7 @@ def _pick_of_two(ctx: Context) -> list[Option]:
             return balance_sentence(ctx, result)
 
         key = ("balance", account, month_end.isoformat())
-        out.append(_option("pick_of_two", text, "coref", task, build, key=key, weight=2.0, wild=(Wild.PICK,)))
+        out.append(_option("pick_of_two", text, "coref", task, build, key=key, weight=5.0, wild=(Wild.PICK,)))
     spends = [s for s in ctx.spends if s[0] == task]
     if len(spends) == 2 and spends[0][1] != spends[1][1] and spends[0][2] == spends[1][2]:
         (_, a, period, va), (_, b, _, vb) = spends
@@ -233,7 +242,7 @@ def _pick_of_two(ctx: Context) -> list[Option]:
                 return spend_sentence(ctx, result, earlier, category)
 
             key = ("spend", category, earlier.start_iso, earlier.end_iso)
-            out.append(_option("pick_of_two", text, "coref", task, build_spend, key=key, weight=2.0, wild=(Wild.PICK,)))
+            out.append(_option("pick_of_two", text, "coref", task, build_spend, key=key, weight=5.0, wild=(Wild.PICK,)))
     return out
 
 
@@ -298,11 +307,71 @@ def pick_multi_options(ctx: Context) -> list[Option]:
         return " ".join(sentences)
 
     kind = TaskType.PARALLEL
-    return [option(kind, "pick_two_views", text, "coref", ctx.position - 1, build, weight=2.0, wild=(Wild.PICK,))]
+    return [option(kind, "pick_two_views", text, "coref", ctx.position - 1, build, weight=5.0, wild=(Wild.PICK,))]
+
+
+def _pick_added(ctx: Context) -> list[Option]:
+    """After the user added two or more receipts in one go, correct the k-th of them ("the second one I
+    mentioned should be 41.20, not 14.20"): a pick by the order the user named them, and a correction of the
+    user's own words."""
+    added = [m for m in ctx.memos_of(ctx.position - 1) if m.added]
+    if len(added) < 2 or len(added) > len(ORDINALS):
+        return []
+    choices = [k for k, memo in enumerate(added) if can_amend(ctx, memo)]
+    if not choices:
+        return []
+    k = ctx.pick(choices)
+    memo, which = added[k], ordinal(k, len(added))
+    new = corrected_amount(ctx, memo.amount)
+    text = ctx.pick(
+        [
+            f"The {which} one I mentioned should be {number(new)}, not {number(memo.amount)}.",
+            f"Oops, the {which} of those was {number(new)}, not {number(memo.amount)}.",
+        ]
+    )
+
+    def build(rec: Recorder) -> str:
+        _, after = record_amend_amount(ctx, rec, memo, new)
+        ctx.salient[ctx.position] = after.category
+        return f"Done: {after.id} ({after.payee}) is now {ctx.money(after.amount)} instead of {ctx.money(memo.amount)}."
+
+    wild = (Wild.PICK, Wild.CORRECTION)
+    return [_option("pick_added", text, "coref", ctx.position - 1, build, weight=5.0, wild=wild)]
+
+
+def _pick_two_missing(ctx: Context) -> list[Option]:
+    """After two balances side by side: "where was the second one I mentioned at the end of the month?" - which
+    month is asked, then the balance of the k-th account at that month's end."""
+    named = mentioned_two(ctx) if ctx.position > 0 else []
+    if not named or named[0].startswith(("Expenses", "Income")):
+        return []
+    month_end = last_month(ctx.today).end
+    if month_end < ctx.earliest:
+        return []
+    k = ctx.rng.randrange(2)
+    account, which = named[k], ORDINALS[k]
+    text = ctx.pick(
+        [
+            f"Where was the {which} one I mentioned at the end of the month?",
+            f"And the {which} of the two, what did it show at a month's end?",
+        ]
+    )
+    reply = ctx.pick([f"The end of {month_end_phrase(month_end)}.", f"{month_end_phrase(month_end)}, the last day."])
+
+    def build(rec: Recorder) -> str:
+        ask = rec.ask("get_balance", ["date"], "The end of which month?", reply)
+        _, result = rec.call("get_balance", {"account": account, "date": month_end.isoformat()}, (ask,))
+        ctx.salient[ctx.position] = account
+        ctx.balances.append((ctx.position, account, ctx.profile.amount_of(result["balances"]), month_end.isoformat()))
+        return balance_sentence(ctx, result)
+
+    key = ("balance", account, month_end.isoformat())
+    kind = TaskType.CLARIFY
+    return [option(kind, "pick_two_missing", text, "coref", ctx.position - 1, build, key=key, weight=5.0, wild=_PICK)]
 
 
 def pick_options(ctx: Context) -> list[Option]:
     """Every pick from the list the previous task gave that fits the conversation (none at the first task)."""
     if ctx.position == 0:
         return []
-    return [*_pick_found(ctx), *_pick_listed(ctx), *_pick_of_two(ctx)]
+    return [*_pick_found(ctx), *_pick_listed(ctx), *_pick_of_two(ctx), *_pick_added(ctx)]

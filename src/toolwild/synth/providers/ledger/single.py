@@ -27,7 +27,7 @@ from toolwild.synth.providers.ledger.common import (
     spend_sentence,
     txn_noun,
 )
-from toolwild.synth.providers.ledger.conditionals import conditional_options
+from toolwild.synth.providers.ledger.conditionals import conditional_follow_ups, conditional_options
 from toolwild.synth.providers.ledger.phrasing import (
     day_phrase,
     last_month,
@@ -697,6 +697,7 @@ def single_options(ctx: Context) -> list[Option]:
         out.extend(make(ctx))
     out.extend(pick_options(ctx))
     out.extend(conditional_options(ctx, taken=False))
+    out.extend(conditional_follow_ups(ctx, taken=True))
     if ctx.position > 0:
         out.extend(_salient_balance(ctx))
         out.extend(_salient_history(ctx))

@@ -228,6 +228,31 @@ _MORE: dict[str, tuple[str, ...]] = {
         "I saw a forum thread about plain-text accounting",
         "I'm studying for a bookkeeping certificate",
         "my partner asked me and I had no answer",
+        "my nephew is starting his first job and asked me",
+        "I'm doing my parents' paperwork for them",
+        "I have a meeting with a mortgage broker coming up",
+        "I'm on a long train ride with time to kill",
+        "I'm teaching a night class on personal finance",
+        "my daughter's school project is on household money",
+        "I just switched over from another budgeting app",
+        "I'm stuck in a waiting room with nothing else to do",
+        "we merged our finances after the wedding",
+        "I'm writing a how-to guide for a friend",
+        "the tax office sent me a confusing letter",
+        "I'm babysitting and the kids are finally asleep",
+        "a coworker bet me I couldn't explain my own books",
+        "I'm preparing notes for a money-saving club",
+        "my grandfather used paper ledgers and I'm comparing",
+        "I'm drafting a budgeting workshop for new parents",
+        "my cousin is an auditor and made fun of my setup",
+        "I'm on my lunch break and finally have a minute",
+        "I'm recording a video for my small-business group",
+        "my partner and I argued about what the numbers mean",
+        "I'm helping a neighbour set up the same system",
+        "I'm applying to volunteer as a treasurer for the tennis club",
+        "a retirement seminar raised questions I want to settle",
+        "my landlord asked for proof of how I keep records",
+        "I'm preparing to hand my bookkeeping to a professional",
     ),
     "fix": (
         "the refund email shows something else",
@@ -345,18 +370,18 @@ _HAPPENINGS: dict[str, tuple[str, ...]] = {
         "is very particular about the records",
     ),
 }
-"""What people around the user do that makes them ask, per topic (each said of two of :data:`_PEOPLE`: more people
-would add letters, not meaning)."""
+"""What people around the user do that makes them ask, per topic (each said of one of :data:`_PEOPLE`: the same
+happening of another person would add letters, not meaning)."""
 
 
 def reasons() -> dict[str, tuple[str, ...]]:
     """Every reason per topic: the fixed ones, the topic's further ones, life events (for the topics they fit) and
-    the happenings of the topic, each said of two people."""
+    the happenings of the topic, each said of one person."""
     out = {}
     for topic, fixed in REASONS.items():
         happenings = _HAPPENINGS.get(topic, ())
         made = tuple(
-            f"{_PEOPLE[(3 * k + shift) % len(_PEOPLE)]} {what}" for k, what in enumerate(happenings) for shift in (0, 7)
+            f"{_PEOPLE[(3 * k + shift) % len(_PEOPLE)]} {what}" for k, what in enumerate(happenings) for shift in (0,)
         )
         life = _LIFE if topic in ("look", "spend", "add", "fix", "move") else ()
         out[topic] = fixed + _MORE.get(topic, ()) + life + made
