@@ -82,11 +82,12 @@ def local_ray():
 
 
 @pytest.fixture(scope="session")
-def rl_ledger_suite():
-    """The built-in ledger suite, 8 sessions (the RL environment's tests)."""
-    from toolwild.synth.providers.ledger import build_ledger_suite
-
-    return build_ledger_suite(8)
+def rl_ledger_suite(ledger_suite_64):
+    """Eight sessions of the built-in ledger suite for the RL environment's tests: the first seven and the first one
+    that opens with a write (``add_transaction`` as its first gold step), which several of those tests need."""
+    opens_with_write = next(s for s in ledger_suite_64.sessions if s.tasks[0].gold[0].name == "add_transaction")
+    sessions = [s for s in ledger_suite_64.sessions[:7] if s is not opens_with_write] + [opens_with_write]
+    return ledger_suite_64.model_copy(update={"sessions": sessions[:8]})
 
 
 @pytest.fixture(scope="session")
@@ -97,3 +98,19 @@ def rl_inventory_suite():
     from toolwild.synth.sessions import SessionsConfig, load_handle, synth_sessions
 
     return asyncio.run(synth_sessions([load_handle("inventory")], SessionsConfig(n_sessions=16))).suite
+
+
+@pytest.fixture(scope="session")
+def ledger_suite_64():
+    """``build_ledger_suite(64)``, the built-in suite, built once for the run (read it, do not change it)."""
+    from toolwild.synth.providers.ledger import build_ledger_suite
+
+    return build_ledger_suite(64, seed=0)
+
+
+@pytest.fixture(scope="session")
+def ledger_published():
+    """The 256-session ``--like-published`` ledger suite, built once for the run (read it, do not change it)."""
+    from toolwild.synth.providers.ledger import build_ledger_suite
+
+    return build_ledger_suite(256, seed=0, like_published=True)

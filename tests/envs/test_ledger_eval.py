@@ -16,7 +16,6 @@ from toolwild.eval.agents.scripted import ScriptedAgent
 from toolwild.eval.runner import RunConfig, run_suite
 from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.session import HistoryMode, environment_seed
-from toolwild.synth.providers.ledger import build_ledger_suite
 
 BEAN_CHECK = Path(sys.executable).parent / "bean-check"
 
@@ -27,16 +26,23 @@ def anyio_backend():
 
 
 @pytest.fixture(scope="module")
-def suite():
-    return build_ledger_suite(64)
+def suite(ledger_suite_64):
+    return ledger_suite_64
+
+
+@pytest.fixture(scope="module")
+def pool(ledger_suite_64, ledger_published):
+    """Every session of the built-in and the like-published suites: where to look for a pair of templates."""
+    return ledger_suite_64.model_copy(update={"sessions": [*ledger_suite_64.sessions, *ledger_published.sessions]})
 
 
 def _session(suite, templates: tuple[str, str]):
-    """The first session whose consecutive tasks use these templates, and the index of the second."""
+    """The first session whose consecutive tasks use these templates (the first may name several, ``a|b``), and the
+    index of the second."""
     for s in suite.sessions:
         names = s.extra["ledger_templates"]
         for i in range(len(names) - 1):
-            if (names[i], names[i + 1]) == templates:
+            if names[i] in templates[0].split("|") and names[i + 1] == templates[1]:
                 return s, i + 1
     pytest.fail(f"the built-in suite has no session with templates {templates}: pick another pair")
 
@@ -61,8 +67,8 @@ def _gold_call(session, task_index: int, name: str):
 
 
 @pytest.mark.anyio
-async def test_rerunning_the_add_when_asked_about_the_category_is_a_redundant_write(tmp_path, suite):
-    session, chat = _session(suite, ("add_missing_two", "category_check"))
+async def test_rerunning_the_add_when_asked_about_the_category_is_a_redundant_write(tmp_path, pool):
+    session, chat = _session(pool, ("add_missing_two|add_missing_amount|add_date_in_parts", "category_check"))
     behaviour = _gold(session)
     behaviour[chat] = [
         Step(tool_calls=[ToolCall.of("add_transaction", _gold_call(session, chat - 1, "add_transaction"))])
@@ -77,8 +83,8 @@ async def test_rerunning_the_add_when_asked_about_the_category_is_a_redundant_wr
 
 
 @pytest.mark.anyio
-async def test_adding_instead_of_amending_fails_the_final_ledger_check(tmp_path, suite):
-    session, amend_task = _session(suite, ("add_missing_two", "amend_amount"))
+async def test_adding_instead_of_amending_fails_the_final_ledger_check(tmp_path, pool):
+    session, amend_task = _session(pool, ("add_missing_two|add_missing_amount|add_date_in_parts", "amend_amount"))
     behaviour = _gold(session)
     added = dict(_gold_call(session, amend_task - 1, "add_transaction"))
     added["amount"] = round(float(added["amount"]) + 5.0, 2)

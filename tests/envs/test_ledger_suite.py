@@ -25,8 +25,8 @@ from toolwild.synth.providers.ledger import build_ledger_suite, write_ledger_sui
 
 
 @pytest.fixture(scope="module")
-def suite():
-    return build_ledger_suite(64, seed=0)
+def suite(ledger_suite_64):
+    return ledger_suite_64
 
 
 SHA256_DEFAULT = "77660f3280288d86bbdd67fe41e3526b87e90450a93ce37716bc3c990af222c6"
@@ -198,8 +198,8 @@ def test_generation_does_not_depend_on_hash_seed(suite):
 
 
 @pytest.fixture(scope="module")
-def published():
-    return build_ledger_suite(256, seed=0, like_published=True)
+def published(ledger_published):
+    return ledger_published
 
 
 def test_like_published_design(published):

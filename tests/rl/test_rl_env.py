@@ -209,7 +209,8 @@ def test_misuse_is_refused_with_a_clear_error(rl_ledger_suite):
 
 
 def test_recorded_observations_when_the_session_names_no_environment(rl_ledger_suite):
-    session = rl_ledger_suite.sessions[0].model_copy(update={"environment": None})
+    opens_with_call = next(s for s in rl_ledger_suite.sessions if s.tasks[0].gold[0].kind is NodeKind.CALL)
+    session = opens_with_call.model_copy(update={"environment": None})
     with SessionEnv(session) as env:
         results = play(env, oracle_script(session))
         assert env.state() is None

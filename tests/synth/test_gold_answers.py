@@ -18,7 +18,6 @@ from toolwild.llm.backends.scripted import ScriptedBackend
 from toolwild.llm.client import LLM
 from toolwild.llm.types import ChatRequest
 from toolwild.synth.answers import template_answer, write_answer
-from toolwild.synth.providers.ledger import build_ledger_suite
 from toolwild.synth.sessions import SessionsConfig, load_handle, synth_sessions
 
 PLACE = Tool(name="place_order", effect=Effect.WRITE)
@@ -229,11 +228,11 @@ def test_a_model_answer_that_invents_a_number_is_retried_then_replaced_by_the_te
 
 
 # ---------------------------------------------------------------------------------------------- the ledger suite
-def test_every_tool_answer_of_the_ledger_suite_passes():
+def test_every_tool_answer_of_the_ledger_suite_passes(ledger_suite_64):
     """The ledger's scenario templates write their own answers; they pass the same check (64 sessions cover every
     template family, among them the account lists and the sweep to savings that used to state a count and the
     user's floor, neither in the results)."""
-    suite = build_ledger_suite(64, seed=0)
+    suite = ledger_suite_64
     checked = 0
     for session in suite.sessions:
         earlier: list[Any] = []

@@ -48,14 +48,22 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+def _strings(value: object) -> list[str]:
+    """The strings of a bank: a tuple of them, or a dict (of dicts) of such tuples."""
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, tuple):
+        return [item for item in value if isinstance(item, str)]
+    return []
+
+
 def _bank_strings() -> dict[str, list[str]]:
     """Every template string of the module's banks, by bank name."""
     out: dict[str, list[str]] = {}
     for name, value in vars(utterances).items():
         if not name.startswith("_") or name.startswith("__"):
             continue
-        items = value.values() if isinstance(value, dict) else [value]
-        strings = [s for item in items if isinstance(item, tuple) for s in item if isinstance(s, str)]
+        strings = _strings(value)
         if strings:
             out[name] = strings
     return out
@@ -65,7 +73,7 @@ def test_no_template_word_is_a_digit_or_a_stray_marker():
     """A digit in a template could state a value by accident; a marker outside the reference banks would name a
     channel or the first task that the reference does not mean."""
     banks = _bank_strings()
-    assert {"_FRAMES", "_VALUE_CORES", "_VAGUE_CORES", "_HEADS", "_PARTIALS"} <= set(banks)
+    assert {"_FRAMES", "_VALUE_CORES", "_VAGUE_CORES", "_HEADS", "_PARTIALS", "_KNOWN", "_SHOP_CONTEXTS"} <= set(banks)
     pointing = {"_HEADS", "_RECALL_HEADS", "_WHEN", "_PARTIALS", "_PARTIAL_FRAMES"}
     for name, strings in banks.items():
         for s in strings:

@@ -185,7 +185,7 @@ def sessions(
     from toolwild.eval.validate import Severity, SuiteSummary
     from toolwild.run import LocalExecutor, UnitLog, fingerprint
     from toolwild.run.lock import OutputLock
-    from toolwild.synth.pipeline import SHARD, SessionSpec, SessionWorker, run_sessions, session_key
+    from toolwild.synth.pipeline import SHARD, SessionSpec, SessionWorker, fallback_rate, run_sessions, session_key
     from toolwild.synth.sessions import SessionsConfig
 
     # OUT and the files beside it (progress log, report, ledger snapshot, perturbed copy) have one writer: a second
@@ -314,6 +314,7 @@ def sessions(
             "drops": dict(result.drops.most_common()),
             "drop_examples": result.drop_examples,
             "utterances": dict(result.utterances),
+            "utterance_fallback_rate": fallback_rate(result.utterances),
             "answers": dict(result.answers),
             "verified": verify,
             "problems": result.problems,
@@ -338,7 +339,9 @@ def sessions(
     for reason, count in result.drops.most_common(5):
         table.add_row(f"  {reason}", f"{count:,}")
     if result.utterances:
-        table.add_row("utterances", ", ".join(f"{k} {v}" for k, v in sorted(result.utterances.items())))
+        sources = ", ".join(f"{k} {v}" for k, v in sorted(result.utterances.items()))
+        rate = fallback_rate(result.utterances)
+        table.add_row("utterances", sources + (f" (fallback rate {rate:.1%})" if rate is not None else ""))
     if result.answers:
         table.add_row("answers (model-written)", ", ".join(f"{k} {v}" for k, v in sorted(result.answers.items())))
     for name, value in quality_headline(figures):

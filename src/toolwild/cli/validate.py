@@ -196,37 +196,86 @@ def _semantic_share(semantic: SemanticDiversity) -> str:
     return text
 
 
-def quality_headline(quality: SuiteQuality) -> list[tuple[str, str]]:
-    """The few quality rows worth a glance (the generator's summary table shows them too), as rich markup: a note
-    may quote ``pip install 'toolwild[dedup]'``, escaped here."""
-    turns, answers, semantic = quality.user_turns, quality.answers, quality.semantic
-    if semantic is not None:
-        alike = (f"utterances alike (cosine >= {semantic.tau})", escape(_semantic_share(semantic)))
-    else:
-        alike = ("utterances alike in meaning", escape(f"n/a ({quality.semantic_note or 'not measured'})"))
+def _paraphrase_share(semantic: SemanticDiversity) -> str:
+    text = _of(semantic.near_paraphrases, semantic.utterances, semantic.near_paraphrase_share)
+    if semantic.sampled < semantic.of:
+        text += f", the utterances of a sample of {semantic.of:,} distinct"
+    return text
+
+
+_SHOWN_TURN = 40
+"""Characters of the most repeated turn shown beside its count in the headline (all of it in the examples)."""
+
+
+def _most_repeated(quality: SuiteQuality) -> str | Text:
+    """The most repeats of one turn, with the turn as plain :class:`~rich.text.Text` (no markup, no emoji codes)."""
+    repeated = quality.repeated_turns
+    if not repeated.examples:
+        return f"{repeated.most:,} (no turn repeats)" if repeated.most else "n/a"
+    text = repeated.examples[0].text
+    text = text if len(text) <= _SHOWN_TURN else text[: _SHOWN_TURN - 1] + "…"
+    return Text(f"{repeated.most:,} times ({text!r}); {repeated.repeated:,} turn(s) repeat")
+
+
+def _wild_rates(quality: SuiteQuality) -> str:
+    if not any(rate.tasks for rate in quality.wild.values()):
+        return f"none recorded ({quality.tasks:,} tasks)"
+    return ", ".join(
+        f"{name} {rate.tasks:,}" + (f" ({rate.share:.1%})" if rate.share is not None else "")
+        for name, rate in quality.wild.items()
+    )
+
+
+def _semantic_rows(quality: SuiteQuality) -> list[tuple[str, str]]:
+    semantic = quality.semantic
+    if semantic is None:
+        return [("utterances alike in meaning", escape(f"n/a ({quality.semantic_note or 'not measured'})"))]
     return [
-        ("distinct user turns", _of(turns.distinct, turns.count, turns.share)),
-        alike,
-        ("tool-task answers passing the check", _of(answers.passing, answers.tool_tasks, answers.share)),
-        ("user turns copying a tool description", f"{quality.copied_description_spans.turns:,}"),
+        (f"utterances alike (cosine >= {semantic.tau})", escape(_semantic_share(semantic))),
+        (f"utterances with a near-paraphrase (cosine >= {semantic.tau})", escape(_paraphrase_share(semantic))),
     ]
+
+
+def _wording_rows(quality: SuiteQuality, *, details: bool) -> list[tuple[str, str | Text]]:
+    """The rows on wording and answers, as rich markup (a note may quote ``pip install 'toolwild[dedup]'``, escaped
+    here) or, where a user's words are quoted, plain text; ``details`` adds distinct-n and the semantic detail."""
+    turns, utterances, openings = quality.user_turns, quality.utterances, quality.first_words
+    answers, chats, semantic = quality.answers, quality.chat_answers, quality.semantic
+    rows: list[tuple[str, str | Text]] = [
+        ("distinct user turns", _of(turns.distinct, turns.count, turns.share)),
+        ("distinct utterances", _of(utterances.distinct, utterances.count, utterances.share)),
+        ("most repeats of one user turn", _most_repeated(quality)),
+        ("distinct first four words (utterances)", _of(openings.distinct, openings.count, openings.share)),
+    ]
+    if details:
+        for n, counted in ((2, quality.distinct_2), (3, quality.distinct_3)):
+            share = f"{counted.share:.3f}" if counted.share is not None else "-"
+            grams = f"{counted.distinct:,} of {counted.count:,} {n}-grams"
+            rows.append((f"distinct-{n} (utterances)", f"{share} ({grams})"))
+    rows += _semantic_rows(quality)
+    if details and semantic is not None:
+        rows.append(("mean cosine of utterance pairs", f"{semantic.mean_cosine:.3f} (lower: more varied)"))
+        rows.append(("  encoder", escape(semantic.encoder)))
+    return [
+        *rows,
+        ("tool-task answers passing the check", _of(answers.passing, answers.tool_tasks, answers.share)),
+        ("distinct chat answers", _of(chats.distinct, chats.count, chats.share)),
+        ("user turns copying a tool description", f"{quality.copied_description_spans.turns:,}"),
+        ("tasks per wild behaviour", _wild_rates(quality)),
+    ]
+
+
+def quality_headline(quality: SuiteQuality) -> list[tuple[str, str | Text]]:
+    """The few quality rows worth a glance (the generator's summary table shows them too), as rich markup (a note
+    may quote ``pip install 'toolwild[dedup]'``, escaped here) or, where a user's words are quoted, plain text."""
+    return _wording_rows(quality, details=False)
 
 
 def quality_table(quality: SuiteQuality) -> Table:
     """Every quality figure of a suite (see :mod:`toolwild.core.quality`)."""
     table = Table(title="Quality", title_justify="left", show_header=False)
-    rows = quality_headline(quality)
-    table.add_row(*rows[0])
-    for n, counted in ((2, quality.distinct_2), (3, quality.distinct_3)):
-        share = f"{counted.share:.3f}" if counted.share is not None else "-"
-        table.add_row(f"distinct-{n} (utterances)", f"{share} ({counted.distinct:,} of {counted.count:,} {n}-grams)")
-    table.add_row(*rows[1])
-    semantic = quality.semantic
-    if semantic is not None:
-        table.add_row("mean cosine of utterance pairs", f"{semantic.mean_cosine:.3f} (lower: more varied)")
-        table.add_row("  encoder", escape(semantic.encoder))
-    for row in rows[2:]:
-        table.add_row(*row)
+    for name, value in _wording_rows(quality, details=True):
+        table.add_row(name, value)
     grounding = quality.grounding
     table.add_row(
         "tool tasks with an ungrounded identifier",
@@ -249,9 +298,9 @@ def quality_table(quality: SuiteQuality) -> Table:
 
 
 def quality_examples(quality: SuiteQuality) -> Table | None:
-    """The kept examples behind the figures (answers that fail, ambiguous references, copied spans, utterances alike
-    in meaning), or None. Their texts are plain :class:`~rich.text.Text`: neither markup nor emoji codes, so a
-    ledger account such as ``Assets:Bank:Checking`` is not shown with a bank emoji."""
+    """The kept examples behind the figures (the most repeated turns, answers that fail, ambiguous references, copied
+    spans, utterances alike in meaning), or None. Their texts are plain :class:`~rich.text.Text`: neither markup nor
+    emoji codes, so a ledger account such as ``Assets:Bank:Checking`` is not shown with a bank emoji."""
     kinds: list[tuple[str, list[Example]]] = [
         ("answer", quality.answers.failures),
         ("ambiguous", quality.ambiguity.examples),
@@ -259,11 +308,14 @@ def quality_examples(quality: SuiteQuality) -> Table | None:
         ("copied span", quality.copied_description_spans.examples),
     ]
     pairs = quality.semantic.examples if quality.semantic is not None else []
-    if not pairs and not any(examples for _, examples in kinds):
+    repeats = quality.repeated_turns.examples
+    if not pairs and not repeats and not any(examples for _, examples in kinds):
         return None
     table = Table(title="Quality examples (up to 5 each)", title_justify="left")
     for column in ("kind", "where", "text", "why"):
         table.add_column(column)
+    for repeat in repeats:
+        table.add_row("repeated turn", "", Text(repeat.text), f"{repeat.count:,} times")
     for kind, examples in kinds:
         for ex in examples:
             where = f"{ex.session} task {ex.task}"
@@ -341,9 +393,11 @@ def validate(
         bool,
         typer.Option(
             "--quality/--no-quality",
-            help="Quality as training data: distinct user turns, distinct-2/3, utterances alike in meaning (on "
-            "--encoder), tool-task answers that pass the answer check, ambiguous references, user turns copying a "
-            "tool description, value-backed labels per subtype. Informational: the exit code does not depend on it.",
+            help="Quality as training data: distinct user turns and utterances, the most repeated turn, distinct "
+            "first four words, distinct-2/3, utterances alike in meaning and with a near-paraphrase (on --encoder), "
+            "tool-task answers that pass the answer check, distinct chat answers, tasks per wild behaviour, ambiguous "
+            "references, user turns copying a tool description, value-backed labels per subtype. Informational: the "
+            "exit code does not depend on it.",
         ),
     ] = False,
     encoder: EncoderOption = "auto",

@@ -6,10 +6,17 @@ the user says, a reference with two candidates. These figures make that visible,
 --quality``) and for every generated one (the ``quality`` block of ``SUITE.jsonl.report.json``):
 
 - **distinct user turns**: the user's turns are the task utterances and the replies to asks; two are the same when
-  they match after lower-casing and collapsing whitespace;
+  they match after lower-casing and collapsing whitespace (:func:`distinct_key`);
+- **distinct utterances**: the same over the task utterances alone (the first thing a user says in a task);
+- **repeated turns**: the most times one user turn occurs in the suite, how many turns occur twice or more, and the
+  (up to five) most repeated with their counts;
 - **distinct-n** (n = 2, 3) over the utterances: distinct word n-grams / all word n-grams, across the suite;
+- **distinct first four words**: the task utterances' openings, their first four words (:func:`words`; all of them
+  when fewer), as distinct openings / utterances;
 - **answers**: tool tasks (tasks with a call) whose gold final answer passes
   :func:`toolwild.core.answers.answer_problems` against the task's own call results and the earlier tasks';
+- **chat answers**: chat tasks (no call node, a final answer) and how many distinct final answers they have
+  (:func:`distinct_key` of the answer);
 - **ambiguity**: references the checker :func:`toolwild.core.references.ambiguous_references` finds, and (for a
   generation run) the task attempts dropped as ``ambiguous_reference``;
 - **copied description spans**: user turns sharing a span of 6+ words with a tool description of the session
@@ -17,14 +24,21 @@ the user says, a reference with two candidates. These figures make that visible,
 - **subtypes**: per hidden-intent label, how many tasks carry it and how many of those the values bear out (no
   label finding of :func:`toolwild.core.hidden_intent.check_subtypes` for the task; its ambiguity findings are the
   figure above, not counted twice);
+- **wild behaviours**: per :class:`~toolwild.core.wild.Wild` behaviour, the tasks that carry it (the generator's
+  record, :func:`toolwild.core.wild.wild_behaviours`) and their share of all tasks; all six are listed, at 0 for a
+  suite that records none;
 - **semantic diversity** (when the caller gives a :class:`TextEncoder`): over a sample of at most
   :data:`SEMANTIC_SAMPLE` distinct utterances, the share whose nearest other sampled utterance has cosine >= tau
-  (near-duplicates in meaning, which distinct-n misses when the words change but the request does not) and the mean
-  cosine of all pairs. Core knows no encoder (they live in ``toolwild.synth``): the caller wraps one.
+  (near-duplicates in meaning, which distinct-n misses when the words change but the request does not), the mean
+  cosine of all pairs, and the **near-paraphrase share** over utterances rather than distinct texts: each sampled
+  text counted as often as the suite says it (an exact repeat is a paraphrase at cosine 1, so a text said twice or
+  more has one), the share of those utterances that have another utterance at cosine >= tau. Core knows no encoder
+  (they live in ``toolwild.synth``): the caller wraps one.
 
 Streaming: :class:`QualityCounter` takes one session at a time and keeps only counters, 64-bit digests of what must
-be told apart (turns and n-grams), a few examples and the bounded utterance sample, so a 100,000-session suite is
-never held a second time.
+be told apart (turns with their counts, n-grams, openings, chat answers), a few examples (the texts of the current
+most repeated turns among them) and the bounded utterance sample with a count per sampled text, so a 100,000-session
+suite is never held a second time.
 """
 
 from __future__ import annotations
@@ -34,7 +48,7 @@ import heapq
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -47,6 +61,7 @@ from toolwild.core.overlap import copied_description_spans
 from toolwild.core.references import AMBIGUOUS_REFERENCE, ambiguous_references
 from toolwild.core.session import Session, Suite
 from toolwild.core.task import NodeKind, Task, TurnSubtype
+from toolwild.core.wild import Wild, wild_behaviours
 from toolwild.errors import MissingDependencyError
 
 __all__ = [
@@ -59,12 +74,15 @@ __all__ = [
     "DistinctCount",
     "Example",
     "QualityCounter",
+    "RepeatedTurn",
+    "RepeatedTurns",
     "SemanticDiversity",
     "SimilarPair",
     "SimpleEncoder",
     "SubtypeBacking",
     "SuiteQuality",
     "TextEncoder",
+    "WildRate",
     "distinct_key",
     "semantic_diversity",
     "suite_quality",
@@ -76,6 +94,8 @@ AMBIGUOUS_DROP = AMBIGUOUS_REFERENCE
 MAX_EXAMPLES = 5
 """Examples kept per figure: enough to see the pattern, few enough for a report a person reads."""
 _EXAMPLE_CHARS = 200
+OPENING_WORDS = 4
+"""Words of an utterance's opening (the distinct first four words figure)."""
 _WORD = re.compile(r"\w+(?:['’.,\-]\w+)*")
 """A word: letters/digits, with inner apostrophes, hyphens and number punctuation kept ("don't", "1,250.00")."""
 SEMANTIC_SAMPLE = 2000
@@ -162,6 +182,41 @@ class CopiedSpanQuality(BaseModel):
     examples: list[Example] = Field(default_factory=list)
 
 
+class RepeatedTurn(BaseModel):
+    """One user turn and how many times the suite says it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    """The turn as said when it joined the most repeated (shortened; other times may differ in case and spacing)."""
+    count: int
+
+
+class RepeatedTurns(BaseModel):
+    """How often the same user turn (:func:`distinct_key`) comes back across the suite."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    most: int = 0
+    """The most times one user turn occurs (0: no turns; 1: none repeats)."""
+    repeated: int = 0
+    """Distinct user turns that occur twice or more."""
+    examples: list[RepeatedTurn] = Field(default_factory=list)
+    """Up to five of the most repeated turns (each occurring twice or more), the most repeated first, then by text;
+    where more turns tie for the last places than there is room, those kept are the ones that were among the most
+    repeated first."""
+
+
+class WildRate(BaseModel):
+    """The tasks that carry one wild behaviour."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tasks: int = 0
+    share: float | None = None
+    """``tasks`` / all tasks of the suite (None when it has none)."""
+
+
 class SubtypeBacking(BaseModel):
     """Tasks labelled with one hidden-intent subtype, and how many of them the values bear out."""
 
@@ -224,6 +279,16 @@ class SemanticDiversity(BaseModel):
     near_duplicates: int
     """Sampled utterances whose nearest other sampled utterance has cosine >= ``tau``."""
     near_duplicate_share: float
+    utterances: int
+    """The task utterances the sampled texts stand for: each sampled text counted as often as the suite has it
+    (:func:`distinct_key`)."""
+    near_paraphrases: int
+    """Of those utterances, how many have another utterance at cosine >= ``tau``: every occurrence of a sampled text
+    said twice or more (an exact repeat, cosine 1), and every occurrence of one whose nearest other sampled text has
+    cosine >= ``tau``. Only sampled texts are neighbours, so on a sample this is a lower bound per text; exact when
+    the suite has at most :data:`SEMANTIC_SAMPLE` distinct utterances."""
+    near_paraphrase_share: float
+    """``near_paraphrases / utterances``: the share of utterances with a near-paraphrase."""
     mean_cosine: float
     """The mean cosine of all pairs of sampled utterances: lower is more varied."""
     examples: list[SimilarPair] = Field(default_factory=list)
@@ -238,15 +303,24 @@ class SuiteQuality(BaseModel):
     sessions: int = 0
     tasks: int = 0
     user_turns: DistinctCount = Field(default_factory=DistinctCount)
+    utterances: DistinctCount = Field(default_factory=DistinctCount)
+    """Task utterances (``count``, one a task) and how many are distinct (:func:`distinct_key`)."""
+    repeated_turns: RepeatedTurns = Field(default_factory=RepeatedTurns)
     distinct_2: DistinctCount = Field(default_factory=DistinctCount)
     """Word bigrams of the utterances: ``count`` all, ``distinct`` distinct, ``share`` distinct-2."""
     distinct_3: DistinctCount = Field(default_factory=DistinctCount)
+    first_words: DistinctCount = Field(default_factory=DistinctCount)
+    """Task utterances (``count``) and their distinct openings of :data:`OPENING_WORDS` words (``distinct``)."""
     answers: AnswerQuality = Field(default_factory=AnswerQuality)
+    chat_answers: DistinctCount = Field(default_factory=DistinctCount)
+    """Chat tasks (no call node, a final answer: ``count``) and their distinct final answers (``distinct``)."""
     ambiguity: AmbiguityQuality = Field(default_factory=AmbiguityQuality)
     grounding: GroundingQuality = Field(default_factory=GroundingQuality)
     copied_description_spans: CopiedSpanQuality = Field(default_factory=CopiedSpanQuality)
     subtypes: dict[str, SubtypeBacking] = Field(default_factory=dict)
     """Per subtype label (the published names), in :class:`~toolwild.core.task.TurnSubtype` order."""
+    wild: dict[str, WildRate] = Field(default_factory=lambda: {w.value: WildRate() for w in Wild})
+    """Per wild behaviour (every one of :class:`~toolwild.core.wild.Wild`, in its order): the tasks that carry it."""
     semantic: SemanticDiversity | None = None
     """Semantic diversity of the utterances (None: not measured; :attr:`semantic_note` says why)."""
     semantic_note: str | None = None
@@ -303,6 +377,9 @@ class _Sample:
     the set of texts alone, so a suite gives the same sample streamed by the generator or read back from its file,
     in any order, and it is still a uniform random sample of the distinct utterances (the digest is the coin).
     Two texts that are the same (:func:`distinct_key`) keep the smaller (text, session, task), for the same reason.
+
+    Each held text also keeps how often it occurs, and that count is exact: a text in the final sample has one of the
+    ``size`` smallest digests of all, so of any texts seen before it too, and was held from its first occurrence on.
     """
 
     def __init__(self, size: int, seed: int) -> None:
@@ -310,6 +387,7 @@ class _Sample:
         self._key = str(seed).encode()
         self._seen: set[bytes] = set()
         self._held: dict[int, tuple[str, str, int]] = {}
+        self._counts: dict[int, int] = {}  # occurrences of each held text
         self._heap: list[int] = []  # negated digests of the held texts: the largest on top, to be evicted first
         self.changes = 0
         """Bumped whenever the sample or the count changes (the figure is recomputed only then)."""
@@ -330,26 +408,37 @@ class _Sample:
         entry = (text, session, task)
         held = self._held.get(rank)
         if held is not None:
+            self._counts[rank] += 1
+            self.changes += 1
             if entry < held:
                 self._held[rank] = entry
-                self.changes += 1
         elif len(self._held) < self.size:
             self._held[rank] = entry
+            self._counts[rank] = 1
             heapq.heappush(self._heap, -rank)
         elif rank < -self._heap[0]:
-            del self._held[-heapq.heapreplace(self._heap, -rank)]
+            evicted = -heapq.heapreplace(self._heap, -rank)
+            del self._held[evicted], self._counts[evicted]
             self._held[rank] = entry
+            self._counts[rank] = 1
 
-    def entries(self) -> list[tuple[str, str, int]]:
-        """The sampled (text, session, task), sorted: the embedding and the figures do not depend on dict order."""
-        return sorted(self._held.values())
+    def entries(self) -> list[tuple[tuple[str, str, int], int]]:
+        """The sampled (text, session, task), each with how often the suite has the text, sorted: the embedding and
+        the figures do not depend on dict order."""
+        return sorted((entry, self._counts[rank]) for rank, entry in self._held.items())
 
 
 def semantic_diversity(
-    entries: Sequence[tuple[str, str, int]], encoder: TextEncoder, *, of: int, tau: float = SEMANTIC_TAU
+    entries: Sequence[tuple[str, str, int]],
+    encoder: TextEncoder,
+    *,
+    of: int,
+    tau: float = SEMANTIC_TAU,
+    counts: Sequence[int] | None = None,
 ) -> SemanticDiversity | str:
     """The semantic figure of sampled (text, session, task) entries (``of``: distinct utterances in the suite), or
-    why it is not measured.
+    why it is not measured. ``counts``: how often the suite has each entry's text (None: once each), which weighs the
+    near-paraphrase share (see :attr:`SemanticDiversity.near_paraphrases`).
 
     Every text is embedded once; the cosines of all pairs are computed in blocks of rows (2,000 texts: 4 blocks of
     512 x 2,000), keeping per text its nearest other text. The mean over all pairs needs no pairs at all: with unit
@@ -371,6 +460,9 @@ def semantic_diversity(
         return _too_few(n, encoder)
     if vectors.ndim != 2 or vectors.shape[0] != n:
         raise ValueError(f"the encoder returned an array of shape {vectors.shape} for {n} texts")
+    weights = np.ones(n, dtype=np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
+    if weights.shape != (n,):
+        raise ValueError(f"{len(weights)} counts for {n} sampled texts")
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     vectors = vectors / np.where(norms == 0, 1, norms)
     nearest = np.empty(n)
@@ -382,6 +474,8 @@ def semantic_diversity(
         partner[start : start + len(sims)] = sims.argmax(axis=1)
         nearest[start : start + len(sims)] = sims[rows, partner[start : start + len(sims)]]
     near = np.flatnonzero(nearest >= tau)
+    paraphrased = int(weights[(nearest >= tau) | (weights >= 2)].sum())
+    utterances = int(weights.sum())
     total = vectors.sum(axis=0)
     mean = (float(total @ total) - float((vectors * vectors).sum())) / (n * (n - 1))
     pairs: dict[tuple[int, int], float] = {}  # each near text with its nearest, a pair once (i's cosine to it)
@@ -396,6 +490,9 @@ def semantic_diversity(
         sampled=n,
         near_duplicates=len(near),
         near_duplicate_share=_share(len(near), n) or 0.0,
+        utterances=utterances,
+        near_paraphrases=paraphrased,
+        near_paraphrase_share=_share(paraphrased, utterances) or 0.0,
         mean_cosine=round(mean, 4) + 0.0,
         examples=[
             SimilarPair(cosine=cosine, first=_sampled(entries[i]), second=_sampled(entries[j]))
@@ -442,9 +539,15 @@ class QualityCounter:
         self.sessions = 0
         self.tasks = 0
         self._turns = 0
-        self._distinct_turns: set[bytes] = set()
+        self._turn_counts: Counter[bytes] = Counter()
+        self._top_turns: dict[bytes, str] = {}  # the texts of the (up to five) most repeated turns so far
         self._ngrams: dict[int, int] = {2: 0, 3: 0}
         self._distinct_ngrams: dict[int, set[bytes]] = {2: set(), 3: set()}
+        self._utterances: set[bytes] = set()
+        self._openings: set[bytes] = set()
+        self._chats = 0
+        self._chat_answers: set[bytes] = set()
+        self._wild: Counter[Wild] = Counter()
         self._answers = AnswerQuality()
         self._ambiguity = AmbiguityQuality()
         self._grounding = GroundingQuality()
@@ -453,16 +556,26 @@ class QualityCounter:
         self._backed: Counter[str] = Counter()
 
     def add(self, session: Session) -> None:
-        """Count one session."""
+        """Count one session.
+
+        Raises:
+            DataError: its ``extra["wild"]`` record is malformed (:func:`toolwild.core.wild.wild_behaviours`); read
+                before anything is counted, so the figures so far stay whole.
+        """
+        behaviours = wild_behaviours(session.extra, len(session.tasks), session=session.id)
         self.sessions += 1
         self.tasks += len(session.tasks)
         earlier: list[Any] = []
         for i, task in enumerate(session.tasks):
             self._add_turns(session, i, task)
             self._add_ngrams(task.utterance)
+            self._utterances.add(_digest(distinct_key(task.utterance)))
+            self._openings.add(_digest(" ".join(words(task.utterance)[:OPENING_WORDS])))
             if self._sample is not None:
                 self._sample.add(task.utterance, session.id, i)
             self._add_answer(session, i, task, earlier)
+            self._add_chat_answer(task)
+            self._wild.update(set(behaviours[i]))
             earlier += _call_results(task)
         self._add_subtypes(session)
         self._add_ambiguity(session)
@@ -471,13 +584,32 @@ class QualityCounter:
     def _add_turns(self, session: Session, index: int, task: Task) -> None:
         for turn in user_turns(task):
             self._turns += 1
-            self._distinct_turns.add(_digest(distinct_key(turn)))
+            digest = _digest(distinct_key(turn))
+            self._turn_counts[digest] += 1
+            self._track_repeat(digest, turn)
             spans = copied_description_spans(turn, session.tools, n=6)
             if spans:
                 self._spans.turns += 1
                 if len(self._spans.examples) < MAX_EXAMPLES:
                     shown = [_short(str(s)) for s in list(spans)[:3]]
                     self._spans.examples.append(Example(session=session.id, task=index, text=_short(turn), why=shown))
+
+    def _track_repeat(self, digest: bytes, turn: str) -> None:
+        """Keep the text of a turn that has just joined the (up to five) most repeated ones.
+
+        Counts only grow, so a turn outside the few never has a larger count than the least of them: it joins (and
+        the least leaves; of equals, the one that joined last) the moment its count passes that one's, when its text
+        is at hand.
+        """
+        count = self._turn_counts[digest]
+        if count < 2 or digest in self._top_turns:
+            return
+        if len(self._top_turns) >= MAX_EXAMPLES:
+            least = min(reversed(self._top_turns), key=self._turn_counts.__getitem__)  # of equals, the last in
+            if count <= self._turn_counts[least]:
+                return
+            del self._top_turns[least]
+        self._top_turns[digest] = _short(turn)
 
     def _add_ngrams(self, utterance: str) -> None:
         tokens = words(utterance)
@@ -502,6 +634,14 @@ class QualityCounter:
             self._answers.failures.append(
                 Example(session=session.id, task=index, text=_short(answer or ""), why=[str(p) for p in problems])
             )
+
+    def _add_chat_answer(self, task: Task) -> None:
+        if task.call_nodes:
+            return
+        answer = _final_answer(task)
+        if answer is not None:
+            self._chats += 1
+            self._chat_answers.add(_digest(distinct_key(answer)))
 
     def _add_subtypes(self, session: Session) -> None:
         # only the label findings: an ambiguous reference is counted apart (ambiguity), not as an unbacked label
@@ -545,10 +685,14 @@ class QualityCounter:
         return SuiteQuality(
             sessions=self.sessions,
             tasks=self.tasks,
-            user_turns=self._distinct(self._turns, self._distinct_turns),
+            user_turns=self._distinct(self._turns, self._turn_counts),
+            utterances=self._distinct(self.tasks, self._utterances),
+            repeated_turns=self._repeated_turns(),
             distinct_2=self._distinct(self._ngrams[2], self._distinct_ngrams[2]),
             distinct_3=self._distinct(self._ngrams[3], self._distinct_ngrams[3]),
+            first_words=self._distinct(self.tasks, self._openings),
             answers=answers,
+            chat_answers=self._distinct(self._chats, self._chat_answers),
             ambiguity=ambiguity,
             grounding=self._grounding.model_copy(deep=True),
             copied_description_spans=self._spans.model_copy(deep=True),
@@ -557,8 +701,18 @@ class QualityCounter:
                 for label in (s.value for s in TurnSubtype)
                 if self._labels[label]
             },
+            wild={w.value: WildRate(tasks=self._wild[w], share=_share(self._wild[w], self.tasks)) for w in Wild},
             semantic=semantic,
             semantic_note=semantic_note,
+        )
+
+    def _repeated_turns(self) -> RepeatedTurns:
+        counts = self._turn_counts
+        top = sorted(((counts[d], text) for d, text in self._top_turns.items()), key=lambda ct: (-ct[0], ct[1]))
+        return RepeatedTurns(
+            most=max(counts.values(), default=0),
+            repeated=sum(1 for c in counts.values() if c >= 2),
+            examples=[RepeatedTurn(text=text, count=count) for count, text in top],
         )
 
     def _semantic_figure(self) -> tuple[SemanticDiversity | None, str | None]:
@@ -567,7 +721,14 @@ class QualityCounter:
         if self._encoder is None or self._sample is None:
             return None, self._encoder_missing or "not measured: no encoder given"
         if self._semantic is None or self._semantic[0] != self._sample.changes:
-            figure = semantic_diversity(self._sample.entries(), self._encoder, of=self._sample.distinct, tau=self._tau)
+            sampled = self._sample.entries()
+            figure = semantic_diversity(
+                [entry for entry, _ in sampled],
+                self._encoder,
+                of=self._sample.distinct,
+                tau=self._tau,
+                counts=[count for _, count in sampled],
+            )
             if isinstance(figure, str):
                 self._semantic = (self._sample.changes, None, figure)
             else:
@@ -576,7 +737,7 @@ class QualityCounter:
         return (figure.model_copy(deep=True) if figure is not None else None), note
 
     @staticmethod
-    def _distinct(count: int, seen: set[bytes]) -> DistinctCount:
+    def _distinct(count: int, seen: Collection[bytes]) -> DistinctCount:
         return DistinctCount(count=count, distinct=len(seen), share=_share(len(seen), count))
 
 

@@ -425,7 +425,7 @@ def picked(pool: Sequence[Candidate], text: str) -> list[Candidate]:
             chosen = [c for c in listed if _list_index(c.record) == k]
             if chosen:
                 return chosen
-        else:  # no list: the calls in the order the user named them ("the second one I mentioned")
+        elif _NAMED_ORDER.search(text):  # the calls in the order the user named them ("the second one I mentioned")
             calls = sorted({c.record[:2] for c in pool if c.tool and len(c.record) >= 2}, key=lambda r: r[1])
             k = len(calls) - 1 if word == "last" else _ORDINALS.index(word)
             if 2 <= len(calls) and k < len(calls):
@@ -481,12 +481,11 @@ def ambiguous_references(session: Session) -> list[SubtypeFinding]:
                 continue  # "same question for X": the previous request's own argument, one value
             span = span_of(i, task.subtype, text, value, shown, session.env_info)
             pool = [c for j in span for c in candidates(session.tasks[j], j, tools)]
-            pool = picked(pool, text) or pool  # "the second one": the list's order names one record
             names = _params_of(task, value) | {c.key for c in pool if same_value(c.value, value)}
             if not names:
                 continue
             found = resolve(
-                pool,
+                picked(pool, text) or pool,  # "the second one": the list's order names one record
                 names,
                 channels=channels,
                 tools=named_tools,

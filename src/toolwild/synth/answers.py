@@ -34,7 +34,7 @@ from toolwild.llm.client import LLM
 from toolwild.llm.structured import write_checked
 from toolwild.synth.utterances import humanize
 
-__all__ = ["Call", "template_answer", "write_answer"]
+__all__ = ["Call", "capability_answer", "recall_answer", "template_answer", "write_answer"]
 
 Call = tuple[Tool, dict[str, Any], Any]
 """One gold call: the tool, its arguments, and its result (or its ``{"ok":..,"result":..}`` observation)."""
@@ -86,6 +86,23 @@ _SHORTEN_AT = 100
 _OPENERS_WRITE = ("", "", "Done. ", "All set. ", "Sure thing. ")
 _OPENERS_READ = ("", "", "Here's what I found. ", "Sure. ", "I looked into it. ")
 _JOINERS = ("Then ", "After that, ", "Also, ", "Next, ")
+# Chat answers (no call): a value of the conversation said back, or what the assistant can do. ``{k}`` the key in
+# words, ``{v}`` the value, ``{be}`` is/are; ``{names}`` the tools in words.
+_RECALL_ANSWERS = (
+    "That was {k} {v}.", "It was {v}.", "The {k} {be} {v}.", "You had {v} for the {k}.", "That would be {v}.",
+    "The {k} there {be} {v}.", "We had {v} as the {k}.", "Sure, the {k} {be} {v}.",
+    "Looking back, the {k} {be} {v}.", "It's {v}.", "No problem, the {k} {be} {v}.", "That one was {v}.",
+)  # fmt: skip
+_CAPABILITY_ANSWERS = (
+    "Happy to help with {k} {v}. I can {names}.", "Sure, I can help with {v}. I can {names}.",
+    "Glad to help with {v}. Here is what I can do: {names}.", "Of course. For {k} {v} or anything else, I can {names}.",
+    "I can help with {v}, yes. My tools let me {names}.", "Sounds good. I am able to {names}, so {v} is covered.",
+    "Let's look at {v} together. I can {names}.",
+)  # fmt: skip
+_CAPABILITY_ONLY = (
+    "I can help with these: {names}.", "Here is what I can do: {names}.", "I am able to {names}.",
+    "My tools cover these: {names}.", "I can {names}.",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -433,6 +450,22 @@ def template_answer(calls: Sequence[Call], rng: random.Random) -> str:
         if len(text) <= limit and not answer_problems(text, results):
             return text
     return text
+
+
+def recall_answer(key: str, value: Any, rng: random.Random) -> str:
+    """The gold answer of a chat that asks for an earlier value back: the value, said once, with its key."""
+    words = " ".join(_words(key)) or "value"
+    said = _scalar(value) or str(value)
+    return rng.choice(_RECALL_ANSWERS).format(k=words, v=said, be="are" if _plural(words) else "is")
+
+
+def capability_answer(names: str, rng: random.Random, key: str = "", value: Any = None) -> str:
+    """The gold answer of a first chat: what the assistant can do (``names``, the tools in words), and the entity
+    the user named in passing (``key``, ``value``) when there is one."""
+    if value is None:
+        return rng.choice(_CAPABILITY_ONLY).format(names=names)
+    words = " ".join(_words(key)) or "that"
+    return rng.choice(_CAPABILITY_ANSWERS).format(k=words, v=_scalar(value) or str(value), names=names)
 
 
 # ---------------------------------------------------------------------------------------------- model writer

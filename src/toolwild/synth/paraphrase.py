@@ -41,12 +41,16 @@ from toolwild.llm.client import LLM
 from toolwild.llm.structured import write_checked
 
 __all__ = [
+    "REWORDING_SYSTEM",
     "ParaphraseReport",
     "PerturbOutcome",
+    "Rewording",
     "builtin_tools",
     "paraphrase_suite",
     "perturb_with_model",
+    "rewording_brief",
     "rewording_problems",
+    "rewording_values",
     "write_perturbed_suite",
 ]
 
@@ -57,23 +61,27 @@ _EDGES = ".,;:!?()[]{}\"'$€£%"
 _CONCURRENCY = 32
 """Rewordings asked for at once (the client's own limit still applies)."""
 
-_SYSTEM = (
+REWORDING_SYSTEM = (
     "You reword what a user typed to an assistant that can call tools, the way another person would say the same "
     "thing. Keep the meaning and every detail. State every value under 'keep these values' exactly as written. Never "
     "state a value under 'do not say': the assistant must take it from the conversation or ask for it. Keep every "
     "phrase under 'keep these words' word for word. Add no number, and do not copy the tools' descriptions. Write "
     "as the user, in the first person. Reply with JSON only."
 )
+"""The rewording model's instructions (the user message is :func:`rewording_brief`, the reply a :class:`Rewording`);
+the ledger's model writer (:mod:`toolwild.synth.providers.ledger.rewrite`) asks the same way."""
 
 
-class _Rewording(BaseModel):
+class Rewording(BaseModel):
+    """A rewording's reply: one JSON object with the new utterance."""
+
     model_config = ConfigDict(extra="forbid")
 
     utterance: str = Field(description="The same request in other words, as the user would type it.")
 
 
 # ---------------------------------------------------------------------------------------------- the rules
-def _values(session: Session, index: int) -> list[Any]:
+def rewording_values(session: Session, index: int) -> list[Any]:
     """The values a rewording of task ``index`` must state or withhold exactly as the original does: the task's own
     gold arguments, the earlier tasks' (what a reference points at), and the values users named in passing."""
     found: list[Any] = []
@@ -111,7 +119,7 @@ def rewording_problems(text: str, original: str, session: Session, index: int) -
         problems.append("- utterance: must be one to a few sentences (1-600 characters)")
     if " ".join(text.lower().split()) == " ".join(original.lower().split()):
         problems.append("- utterance: reword it: this is the original text")
-    for value in _values(session, index):
+    for value in rewording_values(session, index):
         was, now = mentions(original, value), mentions(text, value)
         if was and not now:
             problems.append(f"- utterance: must state the value {value!r} exactly, as the original does")
@@ -134,9 +142,11 @@ def rewording_problems(text: str, original: str, session: Session, index: int) -
     return problems
 
 
-def _brief(session: Session, index: int) -> dict[str, Any]:
+def rewording_brief(session: Session, index: int) -> dict[str, Any]:
+    """What the model is told about task ``index``'s utterance: the earlier user turns, the words to reword, the
+    values to keep and to leave out, and the phrases to keep (:data:`REWORDING_SYSTEM` says what to do with them)."""
     original = session.tasks[index].utterance
-    values = _values(session, index)
+    values = rewording_values(session, index)
     return {
         "conversation so far (user turns)": [t.utterance for t in session.tasks[:index]],
         "reword": original,
@@ -163,14 +173,14 @@ class ParaphraseReport(BaseModel):
 async def _reword(llm: LLM, session: Session, index: int, seed: int, gate: asyncio.Semaphore) -> tuple[str, bool]:
     original = session.tasks[index].utterance
     messages = [
-        {"role": "system", "content": _SYSTEM},
-        {"role": "user", "content": json.dumps(_brief(session, index), ensure_ascii=False)},
+        {"role": "system", "content": REWORDING_SYSTEM},
+        {"role": "user", "content": json.dumps(rewording_brief(session, index), ensure_ascii=False)},
     ]
     async with gate:
         return await write_checked(
             llm,
             messages,
-            _Rewording,
+            Rewording,
             "utterance",
             lambda text: rewording_problems(text, original, session, index),
             original,

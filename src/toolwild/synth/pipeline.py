@@ -30,6 +30,7 @@ __all__ = [
     "SessionSpec",
     "SessionWorker",
     "SessionsReport",
+    "fallback_rate",
     "run_sessions",
     "session_key",
     "session_units",
@@ -41,6 +42,13 @@ the earlier ones of their block, see :mod:`toolwild.synth.providers.ledger.provi
 
 Verify = Callable[[Session, SessionProvider], Awaitable[list[dict[str, Any]]]]
 """Checks one session (made by the given provider); returns its problems as ``{"severity", "where", "message"}``."""
+
+
+def fallback_rate(sources: Counter[str]) -> float | None:
+    """The share of the utterances a model writer was asked for that kept the template's words because its wording
+    broke the checks: ``template-fallback`` of ``model`` + ``template-fallback`` (None when no model was asked)."""
+    asked = sources["model"] + sources["template-fallback"]
+    return sources["template-fallback"] / asked if asked else None
 
 
 def session_key(index: int) -> str:
@@ -60,6 +68,8 @@ class SessionsReport:
     drops: Counter[str] = field(default_factory=Counter)
     drop_examples: dict[str, str] = field(default_factory=dict)
     utterances: Counter[str] = field(default_factory=Counter)
+    """Who wrote the task utterances (``template`` / ``model`` / ``template-fallback``), every provider's that records
+    it (``extra["utterance_sources"]``: the graph builder always, the ledger templates with a model writer)."""
     answers: Counter[str] = field(default_factory=Counter)
     """Who wrote the model-worded tool answers (``model`` / ``template-fallback``); empty with templates alone."""
     given_up: dict[str, str] = field(default_factory=dict)

@@ -340,14 +340,17 @@ def session_providers(
     if builder == "graph":
         return providers
     for slot, env in enumerate(envs):
-        templates = template_provider(env.ref, config, slot=slot, slots=len(envs))
+        templates = template_provider(env.ref, config, slot=slot, slots=len(envs), writer=writer)
         if templates is not None:
             providers[slot] = templates
     return providers
 
 
-def template_provider(ref: str, config: SessionsConfig, *, slot: int, slots: int) -> SessionProvider | None:
-    """The scenario-template provider of a built-in environment, if it has one."""
+def template_provider(
+    ref: str, config: SessionsConfig, *, slot: int, slots: int, writer: LLM | None = None
+) -> SessionProvider | None:
+    """The scenario-template provider of a built-in environment, if it has one (``writer``: the model that rewords
+    its utterances, checked; None: the templates alone)."""
     if ref != "ledger":
         return None
     from toolwild.synth.providers.ledger import LedgerTemplates
@@ -360,6 +363,7 @@ def template_provider(ref: str, config: SessionsConfig, *, slot: int, slots: int
         id_prefix=config.id_prefix,
         ledger=Path(config.ledger) if config.ledger else None,
         ledger_ref=config.ledger_ref,
+        writer=writer,
     )
 
 

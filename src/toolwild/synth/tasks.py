@@ -37,7 +37,7 @@ from toolwild.core.tool import Effect, Tool
 from toolwild.envs.base import EnvironmentBackend, Episode, diff_states
 from toolwild.envs.replay import loose_value
 from toolwild.llm.client import LLM
-from toolwild.synth.answers import template_answer, write_answer
+from toolwild.synth.answers import capability_answer, recall_answer, template_answer, write_answer
 from toolwild.synth.chains import Plan, PlannedCall, ToolGraph
 from toolwild.synth.utterances import (
     Phrase,
@@ -48,6 +48,7 @@ from toolwild.synth.utterances import (
     pointer_reply,
     render_value,
     template_utterance,
+    topic_of,
     vague_reply,
     value_reply,
     wording_problems,
@@ -391,6 +392,7 @@ async def build_task(
         answer_calls = [(_tool(state, n.name), n.action.arguments, r) for n, r in zip(calls, b.results, strict=True)]
         # its own random stream: the answer's wording must not shift any later choice of the session
         b.answer(template_answer(answer_calls, random.Random(f"{state.seed}:{i}:answer")))
+    wording.topic = topic_of(state.env.tools)
     template = template_utterance(wording, rng)
     broken = wording_problems(template, wording)
     if broken:
@@ -592,14 +594,16 @@ def _chat(state: SessionState, refs: list[_Reference], rng: random.Random) -> tu
     """
     ref = rng.choice(refs)
     i = state.position
+    # the answer's wording has a stream of its own: it must not shift any later choice of the session
+    words = random.Random(f"{state.seed}:{i}:chat")
     if ref.mode == "first":
         names = ", ".join(humanize(t.name) for t in state.env.tools[:8])
         named = [f for f in state.pool if isinstance(f.value, str) and 2 < len(f.value) < 40]
         if not named:
-            return Wording(kind="chat-first"), f"I can help with these: {names}.", []
+            return Wording(kind="chat-first"), capability_answer(names, words), []
         fact = rng.choice(named)
         wording = Wording(kind="chat-first", recall=(fact.key, render_value(fact.value)))
-        answer = f"Happy to help with {humanize(fact.key)} {render_value(fact.value)}. I can {names}."
+        answer = capability_answer(names, words, fact.key, render_value(fact.value))
         return wording, answer, [Fact(i, fact.key, fact.value)]
     fact = ref.fact
     if ref.mode == "partial":
@@ -617,5 +621,4 @@ def _chat(state: SessionState, refs: list[_Reference], rng: random.Random) -> tu
         recall_pointer=pointer,
         first_reference=fact.task == 0,
     )
-    answer = f"That was {humanize(fact.key)} {render_value(fact.value)}."
-    return wording, answer, [Fact(i, fact.key, fact.value)]
+    return wording, recall_answer(fact.key, render_value(fact.value), words), [Fact(i, fact.key, fact.value)]

@@ -72,7 +72,15 @@ _MULTI_TARGET = {TaskType.PARALLEL: 0.45, TaskType.SEQUENTIAL: 0.25, TaskType.MI
 _MAX_ATTEMPTS = 80
 _REASONS = reasons()
 _SLIP_RATE = 0.35
-_WILD_TARGET = 0.09
+_WILD_TARGET = {
+    Wild.FRAGMENT: 0.07,
+    Wild.CONDITIONAL: 0.085,
+    Wild.PICK: 0.085,
+    Wild.PARTS: 0.06,
+    Wild.CORRECTION: 0.06,
+    Wild.BUNDLE: 0.065,
+}
+"""The share of tasks each wild behaviour is steered towards (above the issue's 5%: a block's draws vary)."""
 _WILD_BOOST = 30.0
 _FOLLOW_UPS = frozenset(
     {
@@ -161,9 +169,9 @@ class Balancer:
         # below its share, the more an option showing it (or, for a pick, giving the list it needs) is preferred
         wanted = [*option.wild, *([Wild.PICK] if option.template in SETS_UP_PICKS else [])]
         if wanted:
-            share = min(wild[w.value] for w in wanted) / tasks
-            if share < _WILD_TARGET:
-                weight *= min(_WILD_BOOST, (_WILD_TARGET / (share + 0.005)) ** 4)
+            need = max((_WILD_TARGET[w] / (wild[w.value] / tasks + 0.005)) ** 4 for w in wanted)
+            if need > 1:
+                weight *= min(_WILD_BOOST, need)
         if option.template in _FOLLOW_UPS:
             weight *= 2.0
         if position > 0:
@@ -179,7 +187,7 @@ class Balancer:
         """Whether the suite so far shows ``behaviour`` in fewer tasks than its target share."""
         tasks = sum(self.templates.values()) + (sum(extra.templates.values()) if extra else 0) + 1
         shown = self.wild[behaviour.value] + (extra.wild[behaviour.value] if extra else 0)
-        return shown / tasks < _WILD_TARGET
+        return shown / tasks < _WILD_TARGET[behaviour]
 
     def note(self, task: Task, template: str, wild: list[Wild] | list[str] = ()) -> None:  # type: ignore[assignment]
         """Count one chosen task (and the wild behaviours it shows)."""

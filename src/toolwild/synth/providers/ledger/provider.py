@@ -14,6 +14,13 @@ session ``i`` belongs to environment ``i % n_envs``. The provider is told so wit
 environments) and ``offset`` (the ledger's place among them); it owns index ``i`` when ``i % stride == offset``
 and a session depends only on the owned indices before it in its block. Plain ints, so a provider can be
 rebuilt in another process from its constructor arguments.
+
+A model writer (``writer``, ``--model``): once a session is built, and the next one of its block may start, the
+model rewords its utterances (:mod:`.rewrite`): each rewording is kept only where the paraphrase rules and the
+session's gold checks still hold, the template's words otherwise; who wrote each utterance goes to
+``extra["utterance_sources"]``. The balance counts the templates chosen, not the words, so a resumed run (which
+restores the reworded sessions of its log) continues exactly. Without a writer nothing is asked and the sessions are
+the templates' alone.
 """
 
 from __future__ import annotations
@@ -25,8 +32,10 @@ from pathlib import Path
 from toolwild.core.patterns import Pattern, published_patterns
 from toolwild.core.session import Session
 from toolwild.envs.domains.ledger.tools import LedgerEpisode
+from toolwild.llm.client import LLM
 from toolwild.synth.providers.base import SessionOutcome
-from toolwild.synth.providers.ledger.builder import Balancer, OwnBooks, build_session
+from toolwild.synth.providers.ledger.builder import Balancer, OwnBooks, build_session, ledger_seed_for
+from toolwild.synth.providers.ledger.rewrite import reword_session
 
 __all__ = ["BLOCK", "LedgerTemplates"]
 
@@ -60,6 +69,8 @@ class LedgerTemplates:
             templates draw accounts, payees, amounts and dates from it (None: a generated ledger per session).
         ledger_ref: how the sessions name that file (``extra["ledger_file"]``, e.g. its path relative to the
             suite's folder; default: ``ledger`` as given).
+        writer: a model that rewords each made session's utterances, checked, the template's words kept where it
+            fails (None: the templates alone, no model asked).
 
     Raises:
         ConfigError: ``ledger`` is missing or does not load cleanly (naming the file, line and directive).
@@ -77,6 +88,7 @@ class LedgerTemplates:
         id_prefix: str = "ledger",
         ledger: Path | None = None,
         ledger_ref: str | None = None,
+        writer: LLM | None = None,
     ) -> None:
         if stride < 1 or not 0 <= offset < stride:
             raise ValueError(f"need stride >= 1 and 0 <= offset < stride, got stride={stride}, offset={offset}")
@@ -87,6 +99,7 @@ class LedgerTemplates:
         self.id_prefix = id_prefix
         self.ledger = ledger
         self.ledger_ref = ledger_ref
+        self.writer = writer
         self._books = OwnBooks.read(ledger, ledger_ref) if ledger is not None else None
         self._tools = LedgerEpisode.tool_specs()
         self._patterns: list[Pattern] | None = published_patterns(seed) if like_published else None
@@ -103,16 +116,20 @@ class LedgerTemplates:
 
     async def make(self, index: int) -> SessionOutcome:
         """Session ``index``, once every earlier owned index of its block is made (so the result does not depend on
-        which units started first)."""
+        which units started first); with a writer, reworded after the next session of the block is let go."""
         self._check(index)
         condition = self._wake()
         async with condition:
             await condition.wait_for(lambda: self._ready(index))
         try:
-            return self.build(index)
+            outcome = self.build(index)
         finally:
             async with condition:
                 condition.notify_all()
+        if self.writer is not None and outcome.session is not None:
+            seed = ledger_seed_for(self.seed, index)
+            outcome.session = await reword_session(self.writer, outcome.session, seed=seed)
+        return outcome
 
     def restore(self, index: int, session: Session | None) -> None:
         """Count a session made before a resumed run (None: one that could not be built), so the next :meth:`make`
