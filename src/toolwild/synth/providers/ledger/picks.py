@@ -314,7 +314,7 @@ def _pick_added(ctx: Context) -> list[Option]:
     """After the user added two or more receipts in one go, correct the k-th of them ("the second one I
     mentioned should be 41.20, not 14.20"): a pick by the order the user named them, and a correction of the
     user's own words."""
-    added = [m for m in ctx.memos_of(ctx.position - 1) if m.added]
+    added = [m for m in ctx.memos_of(ctx.position - 1) if m.added][::-1]  # memos_of is most recent first
     if len(added) < 2 or len(added) > len(ORDINALS):
         return []
     choices = [k for k, memo in enumerate(added) if can_amend(ctx, memo)]
