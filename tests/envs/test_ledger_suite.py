@@ -29,8 +29,8 @@ def suite(ledger_suite_64):
     return ledger_suite_64
 
 
-SHA256_DEFAULT = "af5a66d234263c52ce4b61a0fbc858958341023eb785c2d425413db3dd2b8336"
-SHA256_LIKE_PUBLISHED = "7b5e16baac2d872c2a908cfdc078d226949e398091fc7d3f9582e5915898a359"
+SHA256_DEFAULT = "6681cd31050710109af5bbef21b3b29df08f363a227736dc9e06a83c5c022b73"
+SHA256_LIKE_PUBLISHED = "fe84dd2833492780937eecef806ba03eedf95cd40c76187e2f6b327784621f9f"
 """The default (64) and like-published (256) suites, byte for byte, as written by ``toolwild suite ledger``: runs
 and published figures refer to them. A deliberate change of the templates updates these and says so.
 

@@ -20,10 +20,13 @@ ENV = {"COLUMNS": "200", "OPENAI_API_KEY": "test"}
 
 
 def _faithful(body: dict) -> Reply:
-    """A model user that gives, at the k-th question of a task, the k-th withheld fact's recorded words."""
+    """A model user that gives, at the k-th question of a task, the k-th withheld fact's recorded words (a fact given
+    in parts gives one part per question)."""
     text = body["messages"][1]["content"]
     latest = text.rsplit("The assistant's latest message:", 1)[1]
-    said = re.findall(r'you would say: "(.*)"\)', text)
+    said = []
+    for single, parts in re.findall(r'you would say: "(.*)"\)|one per question: "(.*)"\)', text):
+        said += [single] if single else parts.split('", then, when asked again, "')
     replies = text.split("The conversation so far:", 1)[1].count("\nYou: ") - 1
     if "?" in latest and replies < len(dict.fromkeys(said)):
         return Reply(text=json.dumps({"action": "answer", "message": list(dict.fromkeys(said))[replies]}))

@@ -150,6 +150,9 @@ class UserFact(BaseModel):
     required_at: int | None = None
     """The first question whose recorded reply states it: a faithful user gives it there (None: no recorded reply
     states it in a form code can find, so it is not checked)."""
+    parts: list[str] = Field(default_factory=list)
+    """Withheld facts the user gave in parts, one reply per question ("the 23rd of... I can't read the month",
+    then "March"): those replies in order (empty for a fact given at once). Its ``required_at`` is the last one's."""
 
 
 class TaskFacts(BaseModel):
@@ -165,9 +168,12 @@ class TaskFacts(BaseModel):
 
 _FILLER = frozenset(
     "a ah an and are as at be for go hmm i i'd i'll i'm in is it it's its just let's my of oh ok okay on please say "
-    "should so sure thank thanks that the think to use was well with yeah yes".split()
+    "should so sure thank thanks that the think to use was well with yeah yes "
+    # what a generated user says around a value ("Right, last month.", "Um, 42.10 pls", "Found it: March.")
+    "right um sorry pls ty thx cheers helps if checking let me check found now".split()
 )
-"""Words that carry no value in a reply ("Oh, use the same item as in my last request." -> same item last request)."""
+"""Words that carry no value in a reply ("Oh, use the same item as in my last request." -> same item last request;
+"Right, last month, sorry." -> last month)."""
 _MONTHS = "January February March April May June July August September October November December".split()
 _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 _WORD = re.compile(r"[a-z0-9']+")
@@ -197,13 +203,17 @@ def _forms(value: Any) -> list[str]:
 
 
 def states(text: str, fact: UserFact, *, skip: frozenset[str] = frozenset()) -> bool:
-    """Whether ``text`` states ``fact``: one of its forms as a whole token, or every word of its recorded phrase.
+    """Whether ``text`` states ``fact``: one of its forms as a whole token, or every word of its recorded phrase (a
+    date given in parts: its day's ordinal and its month's name).
 
     ``skip``: forms not to count (the audit drops those already said in the conversation: repeating them leaks
     nothing).
     """
     if any(form.lower() not in skip and mentions(text, form) for form in fact.forms):
         return True
+    pieces = _date_pieces(fact.value) if fact.parts else None
+    if pieces is not None:  # given in parts: the day's ordinal and the month, wherever they are in the text
+        return all(piece.search(text) for piece in pieces)
     if fact.phrase and " ".join(fact.phrase) not in skip:
         return set(fact.phrase) <= set(_WORD.findall(text.lower().replace("\u2019", "'")))
     return False
@@ -233,6 +243,30 @@ def _asked(node_arguments: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def _date_pieces(value: Any) -> tuple[re.Pattern[str], re.Pattern[str]] | None:
+    """For an ISO date: what says its day as an ordinal ("23rd") and what says its month ("March"); else None."""
+    date = _ISO.fullmatch(value) if isinstance(value, str) else None
+    if date is None or not 1 <= int(date.group(2)) <= 12:
+        return None
+    day = re.compile(rf"\b{int(date.group(3))}(?:st|nd|rd|th)\b", re.IGNORECASE)
+    return day, re.compile(rf"\b{_MONTHS[int(date.group(2)) - 1]}\b", re.IGNORECASE)
+
+
+def _date_parts(value: Any, replies: list[str]) -> list[str]:
+    """The replies that give a date in parts (the day as an ordinal in one, its month's name in a later one, and no
+    one of them the whole date), or ``[]``."""
+    pieces = _date_pieces(value)
+    if pieces is None or len(replies) < 2:
+        return []
+    if any(mentions(reply, form) for reply in replies for form in _forms(value)):
+        return []
+    day, month = pieces
+    first = next((k for k, reply in enumerate(replies) if day.search(reply)), None)
+    if first is None or not any(month.search(reply) for reply in replies[first + 1 :]):
+        return []
+    return replies
+
+
 def task_facts(task: Task) -> TaskFacts:
     """The stated and withheld facts of a task and the recorded replies to its questions (module docstring)."""
     path = GoldDag.from_task(task).first_optimal_path()
@@ -248,8 +282,12 @@ def task_facts(task: Task) -> TaskFacts:
                 fact = withheld[(tool, param)] = UserFact(tool=tool, param=param, value=value, forms=_forms(value))
             fact.asks.append(k)
     replies = [node.user_input or "" for node in asks]
+    for f in withheld.values():
+        parts = _date_parts(f.value, [replies[k] for k in f.asks])
+        if parts:  # "the 23rd of... I can't read the month", then "March": the whole value only at the last
+            f.parts, f.required_at, f.said = parts, f.asks[-1], parts[0]
     for k, reply in enumerate(replies):
-        here = [f for f in withheld.values() if k in f.asks]
+        here = [f for f in withheld.values() if k in f.asks and not f.parts]
         found = [f for f in here if any(mentions(reply, form) for form in f.forms)]
         if not found and phrase_words(reply):
             for f in here:  # the reply names them only in its own words ("Last month.")
@@ -352,7 +390,10 @@ class ScriptedUser:
 def _fact_line(fact: UserFact, *, withheld: bool) -> str:
     value = fact.value if isinstance(fact.value, str) else json.dumps(fact.value)
     line = f"- {humanize(fact.param)}: {value}"
-    if withheld:
+    if withheld and fact.parts:
+        said = '", then, when asked again, "'.join(fact.parts)
+        line += f' (not said yet; give it only when asked, in parts, one per question: "{said}")'
+    elif withheld:
         line += f' (not said yet; give it only when asked; you would say: "{fact.said}")'
     else:
         line += " (already in your request)"

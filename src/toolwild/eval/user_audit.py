@@ -216,7 +216,9 @@ def _asked_findings(facts: TaskFacts, k: int, turn: UserTurnRecord, index: int, 
         return [UserFinding(kind="ended_early", message=f"said the task was done at question {k + 1}", **where)]
     found: list[UserFinding] = []
     for fact in facts.withheld:
-        if fact.required_at == k and not states(turn.message, fact):
+        # a value given in parts is whole only with the earlier parts the conversation already holds
+        said = f"{public}\n{turn.message}" if fact.parts else turn.message
+        if fact.required_at == k and not states(said, fact):
             other = _other_number(turn.message, fact, public)
             kind: FindingKind = "wrong" if other and turn.action == "answer" else "withheld"
             detail = f"gave {other}" if kind == "wrong" else f"{turn.action}: {turn.message!r}"

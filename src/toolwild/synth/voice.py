@@ -199,7 +199,10 @@ class Voice:
         chance = {"terse": 0.9, "hurried": 0.5}.get(self.register.name, 0.2) if terse is None else terse
         if fragments and self.rng.random() < chance:
             frag = self.rng.choice(list(fragments))
-            out.append(self._careless(frag) if self.rng.random() < self.register.careless else frag)
+            frag = self._careless(frag) if self.rng.random() < self.register.careless else frag
+            if self.rng.random() < 0.5:  # a fragment may still get a word after it ("balance? thx")
+                frag = f"{frag} {self.rng.choice(self.register.closers or _CARRY_TAILS)}"
+            out.append(frag)
         if carry:
             out += self._carried(sentence, topic)
         else:

@@ -74,9 +74,9 @@ _REASONS = reasons()
 _SLIP_RATE = 0.35
 _WILD_TARGET = {
     Wild.FRAGMENT: 0.07,
-    Wild.CONDITIONAL: 0.085,
-    Wild.PICK: 0.085,
-    Wild.PARTS: 0.06,
+    Wild.CONDITIONAL: 0.11,
+    Wild.PICK: 0.09,
+    Wild.PARTS: 0.07,
     Wild.CORRECTION: 0.06,
     Wild.BUNDLE: 0.065,
 }
@@ -351,6 +351,13 @@ def _slipped(text: str, amounts: list[str], ctx: Context) -> str | None:
     return None
 
 
+def _fragment(text: str, fragments: tuple[str, ...]) -> bool:
+    """Whether ``text`` is one of the template's fragments as the voice said it (lower case, no final mark, a word
+    after it)."""
+    low = text.lower()
+    return any(low.startswith(f.lower().rstrip("?.!")) for f in fragments)
+
+
 def _said(
     ctx: Context,
     voice: Voice,
@@ -400,7 +407,7 @@ def _said(
             continue
         voice.remember(text)
         wild = list(option.wild)
-        if text in option.fragments or (carry and len(re.split(r"(?<=[.!?])\s+", text)[-1].split()) <= 6):
+        if _fragment(text, option.fragments) or (carry and len(re.split(r"(?<=[.!?])\s+", text)[-1].split()) <= 6):
             wild.insert(0, Wild.FRAGMENT)
         if slip and Wild.CORRECTION not in wild:
             wild.append(Wild.CORRECTION)

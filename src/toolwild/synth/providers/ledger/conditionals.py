@@ -34,6 +34,8 @@ _ONE_READ = frozenset(
         "spend_missing_period",
         "memo_category_month",
         "pick_listed",
+        "salient_history",
+        "pick_of_two",
     }
 )
 """Templates whose task is one read of one figure (a balance, a category's total)."""
