@@ -1,8 +1,8 @@
 """Generated data as training data: the quality figures of four 256-session ``--like-published`` suites and of the
 published sample.
 
-Run: ``.venv/bin/python bench/quality.py`` (about 8 minutes on 2 cores; the SynthTools part and the published sample
-need ../shared/fixtures).
+Run: ``.venv/bin/python bench/quality.py`` (about 30 minutes on 2 cores, most of it the own-books suite; the
+SynthTools part and the published sample need ../shared/fixtures).
 
 - ``inventory``: the built-in Python domain, template wording;
 - ``ledger``: the built-in Beancount domain, its scenario templates (the suite ``toolwild suite ledger`` writes);
