@@ -52,6 +52,26 @@ def _threshold(ctx: Context, value: Decimal, taken: bool, steps: tuple[int, ...]
     return ctx.pick(fits) if fits else None
 
 
+def _transfer(ctx: Context, move: int, *, named: bool) -> dict[str, Any]:
+    """Gold ``add_transaction`` arguments of the books' transfer from checking to savings (the profile's sweep
+    payee and narration); the paying account is passed when it is not the default, or when the user pointed at it
+    (``named``: "move $250 from it")."""
+    checking, savings, sweep = ctx.profile.checking, ctx.profile.savings, ctx.profile.sweep
+    assert checking is not None and savings is not None and sweep is not None  # callers check the profile has them
+    args: dict[str, Any] = {
+        "date": ctx.today.isoformat(),
+        "payee": sweep.payee,
+        "narration": sweep.narration,
+        "amount": float(move),
+        "expense_account": savings,
+    }
+    if named or checking != ctx.profile.default_payment:
+        args["payment_account"] = checking
+    if ctx.profile.currency != "USD":
+        args["currency"] = ctx.profile.currency
+    return args
+
+
 def _sweep_if(ctx: Context, taken: bool) -> list[Option]:
     """If checking holds more than a threshold, move a fixed amount to savings (recorded as the books' transfer)."""
     checking, savings, sweep = ctx.profile.checking, ctx.profile.savings, ctx.profile.sweep
@@ -91,17 +111,7 @@ def _sweep_if(ctx: Context, taken: bool) -> list[Option]:
                 f"{capital(nick_from)} has {ctx.money(current)}, which is not over your limit, so I didn't move "
                 "anything."
             )
-        args: dict[str, Any] = {
-            "date": ctx.today.isoformat(),
-            "payee": sweep.payee,
-            "narration": sweep.narration,
-            "amount": float(move),
-            "expense_account": savings,
-        }
-        if checking != ctx.profile.default_payment:
-            args["payment_account"] = checking
-        if currency != "USD":
-            args["currency"] = currency
+        args = _transfer(ctx, move, named=False)
         _, memo = record_add(ctx, rec, args, deps=(idx,))
         ctx.ruled.add(memo.id)
         return (
@@ -250,17 +260,7 @@ def _balance_follow_up(ctx: Context, taken: bool) -> list[Option]:
     if taken:
 
         def build(rec: Recorder) -> str:
-            args: dict[str, Any] = {
-                "date": ctx.today.isoformat(),
-                "payee": sweep.payee,
-                "narration": sweep.narration,
-                "amount": float(move),
-                "expense_account": savings,
-            }
-            args["payment_account"] = checking  # the user pointed at it ("from it"): always passed
-            if ctx.profile.currency != "USD":
-                args["currency"] = ctx.profile.currency
-            _, memo = record_add(ctx, rec, args)
+            _, memo = record_add(ctx, rec, _transfer(ctx, move, named=True))
             ctx.ruled.add(memo.id)
             return f"It's over your limit, so I moved {ctx.money(move)} to {nick_to} ({memo.id})."
 
@@ -299,17 +299,7 @@ def _follow_up_pair(ctx: Context) -> list[Option]:
             )
 
             def build(rec: Recorder) -> str:
-                args: dict[str, Any] = {
-                    "date": ctx.today.isoformat(),
-                    "payee": sweep.payee,
-                    "narration": sweep.narration,
-                    "amount": float(move),
-                    "expense_account": savings,
-                }
-                args["payment_account"] = checking  # the user pointed at it ("from it"): always passed
-                if ctx.profile.currency != "USD":
-                    args["currency"] = ctx.profile.currency
-                idx, memo = record_add(ctx, rec, args)
+                idx, memo = record_add(ctx, rec, _transfer(ctx, move, named=True))
                 ctx.ruled.add(memo.id)
                 _, result = rec.call("get_balance", {"account": savings}, (idx,))
                 return (
