@@ -12,6 +12,13 @@ re-checked whenever the SDK changes: ``lean`` (default: :mod:`toolwild.llm.backe
 uses), ``httpx2`` (the SDK's stock client) or ``aiohttp`` (the SDK's ``DefaultAioHttpClient``; needs
 ``pip install 'openai[aiohttp]'``, which toolwild does not depend on). ``--concurrency 64`` runs one level only,
 e.g. ``bench/runner.py --http-client httpx2 --concurrency 64``.
+
+``--command`` also runs the whole ``toolwild eval`` command at each level, as a user does (its own process: start-up
+and imports, the preflight, the scoring, ``metrics.json``, ``verdicts.jsonl`` and ``report.html``, the exit), and
+prints its wall efficiency (ideal / launch to exit), its span efficiency (ideal / first request received to last
+response sent, both seen by the fake server), the time before the first request and after the last response, and
+its CPU per model call (user + system, start-up included). The published harness is not part of this bench: its
+figures in the README were measured apart.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ def _serve(suite_path: str, port: int, latency: float) -> None:
     must stay small, or the benchmark measures the server instead of the harness."""
     import asyncio
     import json
+    import time
 
     import uvicorn
     from gold_responder import gold_responder
@@ -47,10 +55,24 @@ def _serve(suite_path: str, port: int, latency: float) -> None:
 
     suite, _ = load_wtb_suite(suite_path)
     respond = gold_responder(suite)
+    span = {"first": None, "last": None, "calls": 0}
+    """Wall-clock times (``time.time()``, comparable across processes) of the first request received and the last
+    response sent since the last ``GET /stats``, and the chat requests in between: the command's span."""
+
+    async def stats(send) -> None:
+        body = json.dumps(span).encode()
+        span.update(first=None, last=None, calls=0)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"%d" % len(body))]})
+        await send({"type": "http.response.body", "body": body})
 
     async def app(scope, receive, send):
         if scope["type"] != "http":
             return
+        if scope["method"] == "GET":
+            await stats(send)
+            return
+        span["first"] = span["first"] or time.time()
+        span["calls"] += 1
         chunks = []
         more = True
         while more:
@@ -81,6 +103,7 @@ def _serve(suite_path: str, port: int, latency: float) -> None:
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+        span["last"] = time.time()
 
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", access_log=False)
 
@@ -159,6 +182,45 @@ async def _run(suite, base_url: str, concurrency: int, run_dir: Path, http: str)
     return wall, cpu, llm.backend_calls
 
 
+def _span(base_url: str) -> dict:
+    """The fake server's span since the last call (first request, last response, chat requests), and a reset."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(base_url + "/stats", timeout=10) as reply:
+        return json.loads(reply.read())
+
+
+def _command(suite_path: Path, base_url: str, concurrency: int, sessions: int, runs_dir: Path) -> dict[str, float]:
+    """The whole ``toolwild eval`` command, as a user runs it (its own process, preflight, scoring, report):
+    launch-to-exit wall time, the span from the first request received to the last response sent (both seen by
+    the fake server), and the command's CPU time (user + system, from the kernel's accounting of the child)."""
+    import os
+    import resource
+
+    _span(base_url)  # reset
+    args = ["eval", "--suite", str(suite_path), "--model", "openai:fake-model", "--base-url", base_url]
+    args += ["--concurrency", str(concurrency), "--limit", str(sessions), "--runs-dir", str(runs_dir)]
+    args += ["--name", f"command{concurrency}"]
+    env = {**os.environ, "OPENAI_API_KEY": "bench", "NO_COLOR": "1"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.time()
+    subprocess.run(
+        [str(Path(sys.executable).parent / "toolwild"), *args], check=True, env=env, stdout=subprocess.DEVNULL
+    )
+    end = time.time()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    span = _span(base_url)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {
+        "wall": end - start,
+        "span": span["last"] - span["first"],
+        "before": span["first"] - start,
+        "after": end - span["last"],
+        "cpu": cpu,
+    }
+
+
 def _loop_factory():
     """uvloop when installed (what ``toolwild eval`` uses), else the default event loop."""
     try:
@@ -173,6 +235,12 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--http-client", choices=HTTP_CLIENTS, default="lean", help="what carries the SDK's requests")
     parser.add_argument(
         "--concurrency", type=int, action="append", help="sessions at once (repeatable; default: 1, 16 and 64)"
+    )
+    parser.add_argument(
+        "--command",
+        action="store_true",
+        help="also run the whole `toolwild eval` command at each level (its own process: start-up, preflight, "
+        "scoring and report included) and print its wall and span efficiency",
     )
     return parser.parse_args()
 
@@ -211,6 +279,14 @@ def main() -> None:
                 f" ideal {ideal:7.2f} s, efficiency {ideal / wall:5.2f},"
                 f" harness CPU {cpu / calls * 1000:5.2f} ms per call"
             )
+            if args.command:
+                got = _command(suite_path, base_url, concurrency, len(part.sessions), tmp / "commands")
+                print(
+                    f"  the whole command: wall {got['wall']:6.2f} s (efficiency {ideal / got['wall']:4.2f}),"
+                    f" span {got['span']:6.2f} s (efficiency {ideal / got['span']:4.2f}),"
+                    f" {got['before']:4.2f} s before the first request, {got['after']:4.2f} s after the last"
+                    f" response, CPU {got['cpu'] / calls * 1000:5.2f} ms per call"
+                )
 
 
 if __name__ == "__main__":

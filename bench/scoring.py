@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import random
 import statistics
+import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
+from toolwild.core.files import write_json
 from toolwild.core.session import Session, Suite
 from toolwild.core.task import ANSWER_ACTION, ASK_ACTION, Action, GoldNode, Task, TaskType, TurnSubtype
 from toolwild.core.tool import Tool
@@ -21,6 +24,8 @@ from toolwild.core.trajectory import Step, ToolCall
 from toolwild.core.verdict import ScoringMode
 from toolwild.eval.agents.oracle import oracle_trajectory
 from toolwild.eval.metrics.accuracy import compute_metrics
+from toolwild.eval.metrics.passk import compute_trial_metrics
+from toolwild.eval.runner import RunConfig, verdict_line, write_trial_verdicts
 from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.scoring.session import api_parameters, score_suite
 from toolwild.eval.scoring.task import TaskJudge
@@ -154,6 +159,50 @@ def time_suite() -> None:
     print(f"score + metrics with 1,000 bootstrap resamples: {(time.perf_counter() - t0) * 1000:.1f} ms")
 
 
+def time_run_end(repeats: int = 5) -> None:
+    """What ``toolwild eval`` does after the last response of a 256-session run: metrics with 1,000 bootstrap
+    resamples, ``metrics.json``, ``verdicts.jsonl`` and ``report.html``, from what the run holds in hand. The
+    sessions were scored, and their report records and verdict lines encoded, as each ended (while the run waited
+    on the model): that part is timed apart. Each repeat starts cold (the report's per-shape path cache emptied),
+    as a run does."""
+    suite = synthetic_suite()
+    trajectories = noisy_trajectories(suite)
+    with tempfile.TemporaryDirectory(prefix="toolwild-bench-end-") as folder:
+        _time_run_end(suite, trajectories, Path(folder), repeats)
+
+
+def _time_run_end(suite: Suite, trajectories: list, run_dir: Path, repeats: int) -> None:
+    from toolwild.report import html  # imported here: the other figures do not need the report
+
+    config = RunConfig(suite=str(run_dir / "suite.jsonl"), agent="model", model="bench")
+    during, walls, cpus = [], [], []
+    for _ in range(repeats):
+        html._shape_paths.cache_clear()
+        c0 = time.process_time()
+        verdicts = score_suite(suite, trajectories)
+        view = html.RunView.of(suite, trajectories, verdicts, config)
+        view.encoded = {
+            v.session_id: (v, html.encode_records(suite.session(v.session_id), v, t))
+            for v, t in zip(verdicts, trajectories, strict=True)
+        }
+        lines = {v.session_id: (v, verdict_line(v)) for v in verdicts}
+        during.append(time.process_time() - c0)
+        t0, c0 = time.perf_counter(), time.process_time()
+        metrics = compute_trial_metrics([verdicts], model_name="bench", mode=config.mode)
+        write_json(run_dir / "metrics.json", metrics.model_dump(mode="json"))
+        write_trial_verdicts(run_dir, [verdicts], [lines])
+        html.write_report(run_dir, view=view, metrics=metrics)
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    size = (run_dir / "report.html").stat().st_size
+    print(
+        f"end of a 256-session run (metrics + 1,000 resamples, metrics.json, verdicts.jsonl, report.html of"
+        f" {size / 1e6:.1f} MB): median {statistics.median(walls) * 1000:.0f} ms wall,"
+        f" {statistics.median(cpus) * 1000:.0f} ms CPU (best {min(walls) * 1000:.0f} ms); done while the sessions"
+        f" ended (scoring, report records, verdict lines): {statistics.median(during) * 1000:.0f} ms CPU"
+    )
+
+
 def wide_dag(width: int) -> tuple[Session, list[str]]:
     names = [f"tool_{i}" for i in range(width)]
     rng = random.Random(width)
@@ -191,6 +240,7 @@ def time_wide(width: int) -> None:
 
 def main() -> None:
     time_suite()
+    time_run_end()
     for width in (8, 12, 16):
         time_wide(width)
     dag = GoldDag.from_task(wide_dag(8)[0].tasks[0])

@@ -1,9 +1,9 @@
 """Generation at scale: ``synth envs`` and ``synth sessions`` efficiency with a slow model, and template sessions by
 the hundred thousand. Prints figures only (no assertion): the README quotes them.
 
-Run: ``.venv/bin/python bench/synth_scale.py [--part envs|sessions|templates] [--quick]`` (all parts: about 20
-minutes on 2 cores, most of it the 100,000 template sessions and the sequential environment run; ``--quick``
-scales every part down for a smoke run).
+Run: ``.venv/bin/python bench/synth_scale.py [--part envs|sessions|ledger|templates] [--quick]`` (all parts: about
+an hour on 2 cores, most of it the 10,000 ledger sessions and the 100,000 template sessions; ``--quick`` scales
+every part down for a smoke run, about 15 minutes).
 
 - ``envs``: bench/synth_envs_scale.py: a 4-field x 4-subdomain x 4-family x 4-tool run with the audit on, against a
   scripted model that answers every call after 200 ms with a valid stage reply
@@ -14,9 +14,16 @@ scales every part down for a smoke run).
   Efficiency = ideal / actual, ideal = model calls x 200 ms / 64 (a lower bound: it assumes the calls spread evenly
   over the 64 slots, true when sessions far outnumber slots). Harness CPU per model call = this process's CPU
   time / calls.
-- ``templates``: ``toolwild synth sessions --env inventory --n N`` (template wording, verification on) as a
-  subprocess at N = 10,000, 30,000 and 100,000: wall time and peak resident memory of the process against N, then
-  the built-in ledger (its scenario templates, every write validated by beancount) at N = 1,000 for its rate.
+- ``ledger``: the built-in ledger's scenario templates (every write validated by beancount) as a subprocess:
+  ``suite ledger --sessions N`` verified and not, with ``--executor local`` and ``--executor process`` side by side
+  (two interleaved rounds at N = 1,000; quick: one round at 512, verified only), the rate of each and their ratio;
+  then rate and peak resident memory at two N with the default executor (1,000 and 10,000; quick: 256 and 512),
+  without the semantic diversity figure (``--encoder none``: what generation itself holds), and once with it (its
+  sentence encoder is loaded once, at the end, whatever N). Memory is given for the largest process (the command
+  or one of its workers) and for all of them together (sampled every 0.2 s).
+- ``templates``: ``toolwild synth sessions --env inventory --n N`` (template wording, verification on, the default
+  executor: worker processes on every core from 512 sessions) as a subprocess at N = 10,000 and 100,000 (quick:
+  2,000 and 6,000): wall time, rate and peak resident memory against N.
 """
 
 from __future__ import annotations
@@ -24,11 +31,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -90,49 +101,123 @@ def bench_sessions(n: int, concurrency: int = 64) -> None:
         )
 
 
-def _template_run(env: str, n: int, tmp: Path) -> tuple[float, float, int]:
-    """One ``synth sessions`` subprocess: wall seconds, peak RSS (MiB) of that process, sessions written."""
-    out = tmp / f"{env}-{n}.jsonl"
-    script = (
-        "import resource, subprocess, sys, time, json\n"
-        "t = time.perf_counter()\n"
-        "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
-        "w = time.perf_counter() - t\n"
-        "print(json.dumps([w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, p.returncode]))\n"
-    )
-    args = [*TOOLWILD, "synth", "sessions", "--env", env, "--n", str(n), "--out", str(out)]
-    wall, rss, code = json.loads(
-        subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=True).stdout
-    )
-    if code != 0:
-        raise SystemExit(f"synth sessions --env {env} --n {n} exited {code}")
+@dataclass
+class Figures:
+    """One generation command, measured from outside."""
+
+    wall: float
+    """Seconds."""
+    largest: float
+    """Peak resident memory of the largest process of the run (MiB): the command's own or one of its workers'."""
+    tree: float
+    """Peak resident memory of the command and its workers together (MiB, sampled every 0.2 s)."""
+    written: int
+    """Sessions in the suite."""
+
+    @property
+    def rate(self) -> float:
+        return self.written / self.wall
+
+
+def _tree_rss_mib(root: int) -> float:
+    """Resident memory of ``root`` and every process below it (Linux /proc; 0 where it cannot be read)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    tree, grew = {root}, True
+    while grew:
+        below = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= below
+        grew = bool(below)
+    pages = 0
+    for pid in tree:
+        try:
+            pages += int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return pages * resource.getpagesize() / 2**20
+
+
+def _generate(args: list[str], out: Path) -> Figures:
+    """One ``toolwild`` generation command as a subprocess (its outputs removed after): see :class:`Figures`."""
+    start = time.perf_counter()
+    child = subprocess.Popen([*TOOLWILD, *args, "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = 0.0
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not stop.wait(0.2):
+            peak = max(peak, _tree_rss_mib(child.pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _pid, status, usage = os.wait4(child.pid, 0)  # the usage of the command and of the workers it waited for
+    wall = time.perf_counter() - start
+    stop.set()
+    sampler.join()
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"toolwild {' '.join(args)} exited {child.returncode}: {child.stderr.read().decode()[-2000:]}")
     written = sum(1 for _ in out.open("rb"))
-    for path in tmp.glob(f"{env}-{n}.jsonl*"):
+    for path in out.parent.glob(f"{out.name}*"):
         path.unlink()
-    return wall, rss, written
+    return Figures(wall, usage.ru_maxrss / 1024, max(peak, usage.ru_maxrss / 1024), written)
 
 
-def bench_templates(sizes: list[int], ledger: int) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        for n in sizes:
-            wall, rss, written = _template_run("inventory", n, Path(tmp))
-            print(
-                f"template sessions (inventory, verified): {written:,} of {n:,} in {wall:.0f} s "
-                f"({wall / 60:.1f} min, {written / wall:,.0f} sessions/s), peak RSS {rss:.0f} MiB"
-            )
-        wall, rss, written = _template_run("ledger", ledger, Path(tmp))
+def _line(what: str, f: Figures) -> str:
+    return (
+        f"{what}: {f.written:,} sessions in {f.wall:.0f} s ({f.rate:,.1f} sessions/s), peak RSS {f.largest:.0f} MiB "
+        f"(largest process), {f.tree:.0f} MiB (all processes)"
+    )
+
+
+def bench_inventory(sizes: list[int], tmp: Path) -> None:
+    """``synth sessions --env inventory --n N`` (template wording, verified, the default executor) at each N."""
+    for n in sizes:
+        f = _generate(["synth", "sessions", "--env", "inventory", "--n", str(n)], tmp / f"inventory-{n}.jsonl")
+        print(_line(f"inventory, verified, n={n:,}", f) + f" = {f.wall / 60:.1f} min")
+
+
+def bench_ledger(sizes: list[int], side_by_side: int, rounds: int, verify_modes: list[str], tmp: Path) -> None:
+    """The ledger's scenario templates (every write validated by beancount), see the module docstring."""
+    measured: dict[tuple[str, ...], Figures] = {}
+
+    def ledger(*args: str) -> Figures:
+        if args not in measured:
+            measured[args] = _generate(["suite", "ledger", *args], tmp / "ledger.jsonl")
+        return measured[args]
+
+    for verify in verify_modes:
+        rates: dict[str, list[float]] = {"local": [], "process": []}
+        for round_ in range(rounds):
+            for executor in rates:
+                args = ("--sessions", str(side_by_side), verify, "--executor", executor, "--encoder", "none")
+                f = _generate(["suite", "ledger", *args], tmp / "ledger.jsonl")
+                measured.setdefault(args, f)
+                rates[executor].append(f.rate)
+                print(_line(f"ledger {verify[2:]}, --executor {executor}, n={side_by_side:,} (round {round_ + 1})", f))
+        local, process = statistics.mean(rates["local"]), statistics.mean(rates["process"])
         print(
-            f"template sessions (ledger scenarios on beancount, verified): {written:,} of {ledger:,} in {wall:.0f} s "
-            f"({written / wall:,.1f} sessions/s), peak RSS {rss:.0f} MiB"
+            f"ledger {verify[2:]}: local {local:.1f}, process {process:.1f} sessions/s (mean of {rounds}, "
+            f"interleaved): process/local {process / local:.2f}x"
         )
+    for n in sizes:  # the default executor (auto: processes from 512 sessions)
+        f = ledger("--sessions", str(n), "--verify", "--encoder", "none")
+        print(_line(f"ledger verified, n={n:,}, default executor, --encoder none", f))
+    f = ledger("--sessions", str(sizes[0]), "--verify")
+    print(_line(f"ledger verified, n={sizes[0]:,}, default executor, with the semantic figure (MiniLM)", f))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--part", choices=("envs", "sessions", "templates"), action="append")
+    parser.add_argument("--part", choices=("envs", "sessions", "templates", "ledger"), action="append")
     parser.add_argument("--quick", action="store_true", help="everything scaled down (a smoke run)")
     args = parser.parse_args()
-    parts = args.part or ["envs", "sessions", "templates"]
+    parts = args.part or ["envs", "sessions", "ledger", "templates"]
     print(
         f"{LATENCY_S * 1000:.0f} ms per model call; peak RSS of this process so far: "
         f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
@@ -143,8 +228,15 @@ def main() -> None:
         envs_main(skip_sequential=args.quick)
     if "sessions" in parts:
         bench_sessions(64 if args.quick else 1024)
-    if "templates" in parts:
-        bench_templates([1_000, 3_000] if args.quick else [10_000, 30_000, 100_000], 50 if args.quick else 1_000)
+    if "templates" in parts or "ledger" in parts:
+        with tempfile.TemporaryDirectory() as tmp:
+            if "ledger" in parts:
+                if args.quick:
+                    bench_ledger([256, 512], 512, 1, ["--verify"], Path(tmp))
+                else:
+                    bench_ledger([1_000, 10_000], 1_000, 2, ["--verify", "--no-verify"], Path(tmp))
+            if "templates" in parts:
+                bench_inventory([2_000, 6_000] if args.quick else [10_000, 100_000], Path(tmp))
 
 
 if __name__ == "__main__":

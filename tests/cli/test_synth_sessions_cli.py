@@ -32,9 +32,9 @@ def test_sessions_on_a_builtin_are_written_verified_and_reproducible(tmp_path):
     assert sum(report["transitions"].values()) == 16
 
     records = [json.loads(line) for line in out.read_text().splitlines()]
-    assert all(r["environment"] == "inventory" and "expected_states" in r for r in records)
+    assert all(r["environment"] == "inventory" and "expected_state_digests" in r for r in records)
     bare = [json.loads(line) for line in published.read_text().splitlines()]
-    assert all("environment" not in r and "expected_states" not in r and "env_seed" not in r for r in bare)
+    assert all("environment" not in r and "expected_state_digests" not in r and "env_seed" not in r for r in bare)
     assert [r["english_tasks"] for r in bare] == [r["english_tasks"] for r in records]
 
     checked = run("validate", str(out), "--replay", "--subtypes")

@@ -124,7 +124,7 @@ async def test_the_oracle_against_a_faithful_user_scores_100_percent_on_calls_st
         assert [t.label for t in verdict.tasks] == ["correct"] * len(session.tasks), [
             t.explanation for t in verdict.tasks
         ]
-        assert all(t.state_match for t in verdict.tasks if session.tasks[t.task_index].expected_state is not None)
+        assert all(t.state_match for t in verdict.tasks if session.tasks[t.task_index].checks_state)
         assert all(t.is_optimal and t.redundant_writes == 0 for t in verdict.tasks)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from toolwild.llm.backends.local import LocalBackend, _CancellableFormatter
+from toolwild.llm.backends.local import GenerationAborted, LocalBackend
 from toolwild.llm.types import ChatRequest
 
 pytestmark = pytest.mark.anyio
@@ -106,17 +106,118 @@ async def test_dropped_messages_are_recorded_on_the_completion(tmp_path: Path) -
     assert short.dropped_messages == 0
 
 
-def test_the_abort_criterion_is_added_to_the_formatters_own() -> None:
-    pytest.importorskip("llama_cpp")
-    from llama_cpp.llama_chat_format import ChatFormatterResponse
+class FakeEngine:
+    """The llama.cpp calls the decoding loop makes: a vocabulary where token 0 ends generation, pieces "t<n>"."""
 
-    aborted = threading.Event()
+    def __init__(self) -> None:
+        self.evaluated: list[int] = []
+        self.model = object()
 
-    def inner(**kwargs: Any) -> ChatFormatterResponse:
-        return ChatFormatterResponse(prompt="p", stop=["</s>"], stopping_criteria=None)
+    def llama_model_get_vocab(self, model: object) -> object:
+        return model
 
-    result = _CancellableFormatter(inner, aborted.is_set)(messages=[])
-    assert result.prompt == "p" and result.stopping_criteria is not None
-    assert result.stopping_criteria([1, 2], [0.0]) is False
-    aborted.set()
-    assert result.stopping_criteria([1, 2], [0.0]) is True
+    def llama_vocab_is_eog(self, vocab: object, token: int) -> bool:
+        return token == 0
+
+    def detokenize(self, tokens: list[int]) -> bytes:
+        return b"".join(f"t{t}".encode() for t in tokens)
+
+    def eval(self, tokens: list[int]) -> None:
+        self.evaluated.extend(tokens)
+
+
+class ScriptedSampler:
+    """Plays a fixed token sequence; sets the abort flag after ``abort_after`` tokens."""
+
+    def __init__(self, tokens: list[int], abort: threading.Event | None = None, abort_after: int = -1) -> None:
+        self.tokens, self.abort, self.abort_after, self.drawn = list(tokens), abort, abort_after, 0
+
+    def sample(self) -> int:
+        self.drawn += 1
+        if self.abort is not None and self.drawn == self.abort_after:
+            self.abort.set()
+        return self.tokens.pop(0)
+
+    def close(self) -> None:
+        pass
+
+
+def _decode(tmp_path: Path, tokens: list[int], *, max_tokens: int = 10, stop: bytes = b"", **kwargs: Any) -> Any:
+    backend, _ = _backend(tmp_path)
+    backend._stop = stop
+    engine = FakeEngine()
+    abort = kwargs.pop("abort", threading.Event())
+    decoded = backend._decode(engine, engine, ScriptedSampler(tokens, abort, **kwargs), max_tokens, abort)  # type: ignore[arg-type]
+    return decoded, engine, backend
+
+
+def test_decoding_stops_at_the_next_token_once_aborted(tmp_path: Path) -> None:
+    """Issue 20: a served client that went away left llama.cpp generating; the loop checks the flag per token."""
+    abort = threading.Event()
+    with pytest.raises(GenerationAborted):
+        _decode(tmp_path, [5, 6, 7, 8, 9], abort=abort, abort_after=2)
+    assert abort.is_set()
+
+
+def test_decoding_ends_at_end_of_generation_the_stop_text_or_max_tokens(tmp_path: Path) -> None:
+    decoded, engine, backend = _decode(tmp_path, [5, 6, 0, 7])
+    assert (decoded.text, decoded.finish, decoded.tokens) == ("t5t6", "stop", [5, 6])
+    assert engine.evaluated == [5, 6] and backend.generated_tokens == 2
+    decoded, engine, _ = _decode(tmp_path, [5, 6, 7, 8], max_tokens=3)
+    assert (decoded.text, decoded.finish) == ("t5t6t7", "length")
+    assert engine.evaluated == [5, 6]  # the last token is never fed back: nothing would read its logits
+    decoded, _, _ = _decode(tmp_path, [5, 6, 7, 8], stop=b"6t7")
+    assert (decoded.text, decoded.finish, decoded.tokens) == ("t5t", "stop", [5, 6, 7])
+
+
+def test_prompts_are_evaluated_without_one_token_batches() -> None:
+    """llama.cpp computes a one-token batch with other kernels (its logits differ); batch boundaries otherwise do
+    not matter, so a prompt is cut into batches of at most n_batch tokens and never one alone."""
+    from toolwild.llm.backends.local import _batch_sizes
+
+    assert _batch_sizes(1025, 512) == [512, 511, 2]
+    assert _batch_sizes(1024, 512) == [512, 512]
+    assert _batch_sizes(700, 512) == [512, 188]
+    assert _batch_sizes(2, 512) == [2]
+    assert _batch_sizes(0, 512) == []
+    for n in range(2, 1600, 7):
+        sizes = _batch_sizes(n, 512)
+        assert sum(sizes) == n and all(2 <= size <= 512 for size in sizes)
+
+
+def test_thread_counts_come_from_arguments_then_the_environment_then_half_the_cpus(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolwild.errors import ConfigError
+    from toolwild.llm.backends.local import THREADS_ENV, thread_counts
+
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    assert thread_counts(cpu_count=2) == (1, 1)  # one busy core must not stall the model (issue 34)
+    assert thread_counts(cpu_count=16) == (8, 8)
+    assert thread_counts(cpu_count=1) == (1, 1)
+    assert thread_counts(3, cpu_count=2) == (3, 1)
+    monkeypatch.setenv(THREADS_ENV, "2")
+    assert thread_counts(cpu_count=2) == (2, 2)
+    monkeypatch.setenv(THREADS_ENV, "1,2")
+    assert thread_counts(cpu_count=2) == (1, 2)
+    assert thread_counts(None, 4, cpu_count=2) == (1, 4)
+    for bad in ("0", "two", "1,2,3", "-1"):
+        monkeypatch.setenv(THREADS_ENV, bad)
+        with pytest.raises(ConfigError, match=THREADS_ENV):
+            thread_counts(cpu_count=2)
+    monkeypatch.delenv(THREADS_ENV)
+    with pytest.raises(ConfigError, match="n_threads"):
+        thread_counts(0)
+
+
+def test_bounded_replies_are_on_unless_switched_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolwild.llm.backends.local import BOUNDED_REPLIES_ENV
+
+    monkeypatch.delenv(BOUNDED_REPLIES_ENV, raising=False)
+    on, _ = _backend(tmp_path)
+    assert on.bounded_replies and on.identity()["reply_bounds"]
+    monkeypatch.setenv(BOUNDED_REPLIES_ENV, "0")
+    off, _ = _backend(tmp_path)
+    assert not off.bounded_replies and "reply_bounds" not in off.identity()  # the identity replies had before
+    explicit = LocalBackend(model_path=off.model_path, bounded_replies=True)
+    assert explicit.bounded_replies

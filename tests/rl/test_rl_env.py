@@ -154,7 +154,7 @@ def test_a_task_episode_starts_where_the_gold_of_earlier_tasks_leaves_it(rl_ledg
         messages, _ = env.reset()
         utterances = [m["content"] for m in messages if m["role"] == "user"]
         assert utterances[0] == session.tasks[0].utterance and utterances[-1] == session.tasks[index].utterance
-        assert state_digest(env.state()) == state_digest(session.tasks[index - 1].expected_state)
+        assert state_digest(env.state()) == session.tasks[index - 1].expected_digest
         script = oracle_script(session)
         results = []
         for msg in script[index]:
@@ -162,7 +162,7 @@ def test_a_task_episode_starts_where_the_gold_of_earlier_tasks_leaves_it(rl_ledg
         assert results[-1].done and results[-1].task_index == index + 1
         assert [v.task_index for v in results[-1].verdict] == [index]
         assert sum(r.reward for r in results) == env.max_return == 1.0
-        assert state_digest(env.state()) == state_digest(session.tasks[index].expected_state)  # open until close
+        assert state_digest(env.state()) == session.tasks[index].expected_digest  # open until close
     assert env.state() is None
 
 
@@ -192,7 +192,8 @@ def test_misuse_is_refused_with_a_clear_error(rl_ledger_suite):
     with pytest.raises(ConfigError, match="runs on no environment"):
         SessionEnv(session.model_copy(update={"environment": None}), reward="state")
     unexpected = session.model_copy(deep=True)
-    unexpected.tasks[1].expected_state = None
+    unexpected.tasks[1].expected_state_change = None
+    unexpected.tasks[1].expected_state_digest = None
     with pytest.raises(ConfigError, match="task 1: no expected state"):
         SessionEnv(unexpected, reward="state")
     results = play(env, oracle_script(session))

@@ -113,3 +113,15 @@ def test_resuming_nothing_or_a_file_that_is_no_log_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="not a finished test log"):
         _start(other)
     assert other.read_text() == '{"id": "wild_tool_bench_0"}\n'
+
+
+def test_one_record_is_read_back_by_key_its_latest_line(tmp_path):
+    path = tmp_path / "log.jsonl"
+    with _start(path) as log:
+        log.append(UnitRecord(key="u0", order=0, status=UnitStatus.FAILED, error="503"))
+        log.append(_done(1))
+        assert log.record("u1").result == {"value": 1}
+        log.append(_done(0, "redone"))
+        assert log.record("u0").status is UnitStatus.DONE and log.record("u0").result == {"value": "redone"}
+        with pytest.raises(KeyError):
+            log.record("u2")

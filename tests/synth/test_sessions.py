@@ -129,7 +129,7 @@ def test_a_model_simulated_environment_generates_and_replays_from_the_cache(tmp_
     kinds = Counter(t.type for s in result.suite.sessions for t in s.tasks)
     assert kinds[TaskType.SEQUENTIAL] + kinds[TaskType.MIXED] > 0  # chains from the declared entities
     lends = [n for s in result.suite.sessions for t in s.tasks for n in t.call_nodes if n.name == "lend_book"]
-    assert lends and all(t.expected_state for s in result.suite.sessions for t in s.tasks)
+    assert lends and all(t.checks_state for s in result.suite.sessions for t in s.tasks)
     # the verifier replays every gold call through the simulator: all from the cache, identical, no model call
     silent = ScriptedBackend([])
     replayer = LLM(silent, cache=ResponseCache(cache, mode=CacheMode.READ_ONLY))

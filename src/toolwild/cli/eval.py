@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -26,7 +26,8 @@ from toolwild.cli._common import (
 from toolwild.core.files import write_json
 from toolwild.core.formats.wtb import load_wtb_suite, write_wtb_suite
 from toolwild.core.session import Suite
-from toolwild.core.verdict import Metrics, ScoringMode
+from toolwild.core.trajectory import Trajectory
+from toolwild.core.verdict import Metrics, ScoringMode, SessionVerdict
 from toolwild.envs.registry import anchor_session, check_session_environments
 from toolwild.errors import ConfigError, ToolwildError
 from toolwild.eval.build import AGENT_FORMS, RunClients, build_run_clients
@@ -34,8 +35,10 @@ from toolwild.eval.metrics.forked import compute_forked_metrics
 from toolwild.eval.metrics.passk import compute_trial_metrics
 from toolwild.eval.runner import (
     USER_AUDIT,
+    EncodedVerdicts,
     RunConfig,
     RunProgress,
+    SessionTrial,
     fork_count,
     fork_sessions,
     forked_task_runs,
@@ -43,6 +46,7 @@ from toolwild.eval.runner import (
     load_run_trajectories,
     mark_user_failures,
     run_trials,
+    verdict_line,
     write_fork_verdicts,
     write_trial_verdicts,
 )
@@ -58,13 +62,11 @@ from toolwild.eval.user_audit import (
 )
 from toolwild.export.wtb_result import write_wtb_results
 from toolwild.llm.cache import CacheMode
+from toolwild.llm.preflight import preflight_all, preflight_alongside
 from toolwild.llm.redact import redact_url
 from toolwild.llm.registry import describe_backends
-from toolwild.report.html import RunView, write_report
+from toolwild.report.html import RunView, encode_records, write_report
 from toolwild.report.scoreboard import render_scoreboard
-
-if TYPE_CHECKING:
-    from toolwild.llm.client import LLM
 
 DEFAULT_SUBSET = 4
 """Sessions of the built-in ledger suite run by default (the embedded model needs about a minute per session)."""
@@ -192,7 +194,7 @@ def _run_suite(
 
 def _state_checked_tasks(suite: Suite) -> int:
     """Tasks with an expected state: what only a live history (``free``, ``forked``) checks."""
-    return sum(t.expected_state is not None for s in suite.sessions for t in s.tasks)
+    return sum(t.checks_state for s in suite.sessions for t in s.tasks)
 
 
 def _default_history(suite: Suite) -> HistoryMode:
@@ -451,7 +453,7 @@ def eval_command(
         else:
             run_dir = runs_dir / _run_name(name, agent)
             simulated = _check_new_run_options(perturb, perturb_model, user, history, trials, exclude_user_failures)
-            if (run_dir / "trajectories.jsonl").exists():
+            if _holds_results(run_dir / "trajectories.jsonl"):
                 raise ConfigError(
                     f"{run_dir} already holds a run; use --resume to continue it or choose another --name"
                 )
@@ -516,30 +518,27 @@ def eval_command(
         if forked:
             console.print(_forked_cost(suite, run_dir if resume is not None else None))
 
-        label = "[bold]sessions" if config.trials == 1 else f"[bold]sessions × {config.trials} trials"
-        units = len(suite.sessions) * config.trials
-        total_tasks = sum(len(s.tasks) for s in suite.sessions) * config.trials
-        if forked:  # a unit is a (session, fork) pair, one per task of the session; its tasks are task-runs
-            label, units, total_tasks = "[bold]session forks", total_tasks, forked_task_runs(suite)
-        with progress_bar(label, status="status") as progress:
-            bar = progress.add_task("run", total=units, status="")
+        units = "session forks" if forked else ("sessions" if config.trials == 1 else "session trials")
+        calls = "model calls" if config.agent == "model" else "steps"
+        tasks = sum(len(s.tasks) for s in suite.sessions)
+        total_tasks = forked_task_runs(suite) if forked else tasks * config.trials
+        ends = tasks if forked else len(suite.sessions) * config.trials  # the units: a fork per task of its session
+        prepared = _Prepared(fork_count(suite) if forked else config.trials)
+        # the bar counts task-runs, which move as the agent works: sessions of the embedded model take minutes each
+        with progress_bar("[bold]task-runs" if forked else "[bold]tasks", status="status") as progress:
+            bar = progress.add_task("run", total=total_tasks, status=f"{units} 0/{ends}")
 
             def show(p: RunProgress) -> None:
-                status = f"tasks {p.tasks}/{total_tasks} · task acc {p.task_accuracy:.1%} · tokens {p.tokens:,}"
-                if p.model_failures:
-                    status += f" · model failures {p.model_failures}"
-                if p.provider_errors:
-                    status += f" · [yellow]provider errors {p.provider_errors}[/]"
-                if p.harness_errors:
-                    status += f" · [red]harness errors {p.harness_errors}[/]"
-                progress.update(bar, completed=p.done, status=status)
+                status = progress_status(p, units=units, calls=calls)
+                progress.update(bar, completed=p.tasks_done, status=status)
 
             async def run() -> list:
                 nonlocal user_report
                 try:
-                    if preflight:
-                        await _preflight(llm, simulator, user_llm)
-                    if user_obj is not None:
+                    checked = (llm, simulator, user_llm) if preflight else ()
+                    if user_obj is not None:  # the audit talks to the models before the run: check them first
+                        await preflight_all(*checked)
+                        checked = ()
                         user_report = await _user_audit(suite, user_obj, config, run_dir)
                     remote = {}
                     if executor == "ray":
@@ -552,16 +551,21 @@ def eval_command(
                             ),
                             "worker": EvalWorker(config, run_dir, live_url),
                         }
-                    return await run_trials(
-                        suite,
-                        agent_obj,
-                        config,
-                        run_dir,
-                        resume=resume is not None,
-                        on_progress=show,
-                        simulator=simulator,
-                        user=user_obj,
-                        **remote,
+                    return await preflight_alongside(
+                        checked,
+                        lambda ready: run_trials(
+                            suite,
+                            agent_obj,
+                            config,
+                            run_dir,
+                            resume=resume is not None,
+                            on_progress=show,
+                            simulator=simulator,
+                            user=user_obj,
+                            ready=ready,
+                            on_result=prepared.keep,
+                            **remote,
+                        ),
                     )
                 finally:
                     await clients.aclose()
@@ -601,9 +605,13 @@ def eval_command(
                 "excluded_sessions": excluded,
             }
         write_json(run_dir / "metrics.json", metrics.model_dump(mode="json"))
-        (write_fork_verdicts if forked else write_trial_verdicts)(run_dir, by_trial)
-        trajectories = load_run_trajectories(run_dir)
-        _write_report(run_dir, RunView.of(suite, trajectories, verdicts, config), metrics)
+        if excluded:  # sessions the user audit left out read otherwise now: encode them again
+            prepared = _Prepared(0, prepared.trajectories)
+        (write_fork_verdicts if forked else write_trial_verdicts)(run_dir, by_trial, prepared.lines)
+        trajectories = list(prepared.trajectories.values())
+        view = RunView.of(suite, trajectories, verdicts, config)
+        view.encoded = prepared.records
+        _write_report(run_dir, view, metrics)
         if export_wtb_result is not None:
             write_wtb_results(export_wtb_result, suite, trajectories, verdicts, model_name=agent_obj.name)
     render_scoreboard(metrics, console)
@@ -624,6 +632,44 @@ def eval_command(
     if export_wtb_result is not None:
         console.print(f"published-format results: {export_wtb_result}")
     raise typer.Exit(outcome_exit_code([v for trial in by_trial for v in trial], resume_hint=run_dir))
+
+
+class _Prepared:
+    """What the end of a run writes, prepared as each session ends, while the run still waits on the model: the
+    run's own trajectories (trial 0, fork 0: no need to read them back) and their report records, and every
+    part's verdict lines. Why: encoding them all after the last response was most of the time the user waited
+    for nothing at the end of a 256-session run."""
+
+    def __init__(self, parts: int, trajectories: dict[str, Trajectory] | None = None) -> None:
+        self.lines: list[EncodedVerdicts] = [{} for _ in range(parts)]
+        self.trajectories: dict[str, Trajectory] = trajectories if trajectories is not None else {}
+        self.records: dict[str, tuple[SessionVerdict, str]] = {}
+
+    def keep(self, item: SessionTrial, traj: Trajectory, verdict: SessionVerdict) -> None:
+        """The runner's ``on_result``: one session (of one trial or fork) has ended."""
+        self.lines[item.fork or item.trial][traj.session_id] = (verdict, verdict_line(verdict))
+        if item.trial == 0 and item.fork == 0:
+            self.trajectories[traj.session_id] = traj
+            self.records[traj.session_id] = (verdict, encode_records(item.session, verdict, traj))
+
+
+def progress_status(p: RunProgress, *, units: str = "sessions", calls: str = "model calls") -> str:
+    """The text beside the progress bar (which counts task-runs): the units ended, the agent's turns so far
+    (``calls``: "model calls" for a model agent), the running accuracy, tokens and any failures."""
+    status = f"{units} {p.done}/{p.total} · {calls} {p.calls:,} · task acc {p.task_accuracy:.1%} · tokens {p.tokens:,}"
+    if p.model_failures:
+        status += f" · model failures {p.model_failures}"
+    if p.provider_errors:
+        status += f" · [yellow]provider errors {p.provider_errors}[/]"
+    if p.harness_errors:
+        status += f" · [red]harness errors {p.harness_errors}[/]"
+    return status
+
+
+def _holds_results(path: Path) -> bool:
+    """Whether a run folder's trajectory file holds a finished session: a run stopped before its first one (its
+    preflight failed, say) holds nothing to resume, and may be started again under its name."""
+    return path.is_file() and path.stat().st_size > 0
 
 
 def _write_report(run_dir: Path, view: RunView, metrics: Metrics) -> None:
@@ -678,17 +724,6 @@ def _resume_config(run_dir: Path, base_url: str | None) -> RunConfig:
             f"the run's base URL ({stored}) had credentials, which are never stored: pass --base-url again"
         )
     return config
-
-
-async def _preflight(*clients: LLM | None) -> None:
-    """One cheap call per distinct model client: an unreachable endpoint or unknown model fails here, in seconds."""
-    distinct = {id(c): c for c in clients if c is not None}.values()
-    if not distinct:
-        return
-    from toolwild.llm.preflight import preflight
-
-    for client in distinct:
-        await preflight(client)
 
 
 def _check_user_prompt(config: RunConfig) -> None:

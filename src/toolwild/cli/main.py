@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Annotated
 
 import typer
@@ -70,8 +71,17 @@ app.add_typer(
 
 
 def main() -> None:
-    """Console entry point."""
-    app()
+    """Console entry point.
+
+    The process ends when the command returns, so the garbage collector is told to leave what exists then alone
+    (``gc.freeze``): collecting and freeing a run's objects one by one at exit took about a second after an eval of
+    256 sessions on a loaded 2-core machine, where nothing was left to do. ``atexit`` handlers and the flush of the
+    standard streams still run; in-process callers (tests) go through ``app`` and are not affected.
+    """
+    try:
+        app()
+    finally:
+        gc.freeze()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from toolwild.cli._common import EncoderOption
 from toolwild.cli.synth_sessions import sessions as synth_sessions
 
 suite_app = typer.Typer(help="Built-in suites.", no_args_is_help=True)
@@ -29,7 +30,7 @@ def ledger(
     ] = False,
     concurrency: Annotated[int, typer.Option(min=1, help="Sessions made at once.")] = 32,
     resume: Annotated[bool, typer.Option("--resume", help="Continue a killed run (see `synth sessions`).")] = False,
-    executor: Annotated[str, typer.Option(help="`local` or `ray` (see `synth sessions`).")] = "local",
+    executor: Annotated[str, typer.Option(help="`auto`, `local`, `process` or `ray` (see `synth sessions`).")] = "auto",
     ray_address: Annotated[str | None, typer.Option(help="The Ray cluster (see `synth sessions`).")] = None,
     ledger: Annotated[
         Path | None,
@@ -39,6 +40,7 @@ def ledger(
             help="Make the sessions on your own Beancount file instead of generated ledgers (see `synth sessions`).",
         ),
     ] = None,
+    encoder: EncoderOption = "auto",
 ) -> None:
     """Generate the Beancount ledger suite (gold calls replayed on real ledgers) and write it.
 
@@ -57,4 +59,5 @@ def ledger(
         executor=executor,
         ray_address=ray_address,
         ledger=ledger,
+        encoder=encoder,
     )

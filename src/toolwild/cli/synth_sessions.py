@@ -15,7 +15,6 @@ from toolwild.cli._common import (
     EncoderOption,
     PerturbSeedOption,
     RayAddressOption,
-    check_executor,
     console,
     handled_errors,
     progress_bar,
@@ -137,10 +136,12 @@ def sessions(
     executor: Annotated[
         str,
         typer.Option(
-            help="Where sessions are made: `local` (this process) or `ray` (shards of 256 sessions as Ray tasks, "
-            "CONCURRENCY at once inside each; pip install 'toolwild\\[ray]')."
+            help="Where sessions are made: `local` (this process), `process` (worker processes on every core, shards "
+            "of 256 sessions, CONCURRENCY at once inside each), `ray` (the same shards as Ray tasks; pip install "
+            "'toolwild\\[ray]') or `auto`: `process` for a run that calls no model (template wording, no --env-model) "
+            f"of {AUTO_PROCESS_FROM} sessions or more on a machine of two cores or more, `local` otherwise."
         ),
-    ] = "local",
+    ] = "auto",
     ray_address: RayAddressOption = None,
     encoder: EncoderOption = "auto",
     perturb: Annotated[
@@ -169,8 +170,9 @@ def sessions(
 
     Sessions are made CONCURRENCY at once; each is logged to OUT.progress.jsonl the moment it is finished and
     verified (oracle at 100% in both modes, gold calls replayed, subtype labels checked), so a killed run continued
-    with --resume keeps every finished session and makes none twice. OUT is written at the end in session order
-    (the same file whatever the concurrency), with OUT.report.json (counts, drops by reason, sessions that could not
+    with --resume keeps every finished session and makes none twice. OUT is written in session order as the
+    sessions are made (the same file whatever the concurrency or executor; put in place when the run ends, never
+    half-written), with OUT.report.json (counts, drops by reason, sessions that could not
     be built, and the quality figures of `toolwild validate --quality`, semantic diversity measured with --encoder).
     Model calls are cached: a second run makes none and writes the same suite. With --perturb a perturbed copy is
     written beside it (its oracle checked in both modes, gold calls replayed) for `toolwild compare` against the
@@ -185,7 +187,15 @@ def sessions(
     from toolwild.eval.validate import Severity, SuiteSummary
     from toolwild.run import LocalExecutor, UnitLog, fingerprint
     from toolwild.run.lock import OutputLock
-    from toolwild.synth.pipeline import SHARD, SessionSpec, SessionWorker, fallback_rate, run_sessions, session_key
+    from toolwild.synth.pipeline import (
+        SHARD,
+        SessionSpec,
+        SessionWorker,
+        StreamedAssembly,
+        fallback_rate,
+        run_sessions,
+        session_key,
+    )
     from toolwild.synth.sessions import SessionsConfig
 
     # OUT and the files beside it (progress log, report, ledger snapshot, perturbed copy) have one writer: a second
@@ -198,7 +208,8 @@ def sessions(
             raise ConfigError("--like-published fixes every session's pattern: leave out --transitions")
         perturb_to = _perturb_target(perturb, perturb_out, out, model)
         refs = _environment_refs(env)
-        check_executor(executor)
+        if executor not in EXECUTORS:
+            raise ConfigError(f"--executor {executor!r}: choose {', '.join(EXECUTORS[:-1])} or {EXECUTORS[-1]}")
         check_encoder(encoder)  # the encoder is loaded after generation: a bad name must not wait for it
         ledger_file, ledger_ref = _own_ledger(ledger, refs, builder, out, resume=resume, undo=set_up)
         cache_path = cache or out.with_name(out.name + ".cache.sqlite")
@@ -231,6 +242,7 @@ def sessions(
             verify=verify_session if verify else None,
             base_dir=str(out.parent),
         )
+        executor = _executor_for(executor, n, model, env_model)
         worker = SessionWorker(spec)
         job = run_async(worker.aopen())  # the environments load here: a bad one is named before anything starts
         identity = _identity(refs, config, builder, worker.llms.get("writer"), worker.llms.get("simulator"), verify)
@@ -252,12 +264,13 @@ def sessions(
             log.close()
             raise
 
-        async def go():
+        async def go(assembly: StreamedAssembly) -> None:
             bar = progress_bar("[bold]sessions")
             task = bar.add_task("sessions", total=n, completed=len(done))
 
             def record(unit_record):
                 log.append(unit_record)
+                assembly.add(unit_record)  # the suite is written as the sessions are made, in index order
                 bar.advance(task)
 
             try:
@@ -265,18 +278,15 @@ def sessions(
                     if executor == "local":
                         await job.run(LocalExecutor(concurrency), record=record, done=done)
                     else:
-                        from toolwild.run.ray_executor import RayExecutor
-
-                        remote = RayExecutor(concurrency, address=ray_address, shard_size=SHARD)
+                        shards = _pool(executor, concurrency, ray_address)
                         shard_of = lambda unit: unit.order // SHARD  # noqa: E731
-                        await run_sessions(remote, worker, n, record=record, done=done, shard_of=shard_of)
+                        await run_sessions(shards, worker, n, record=record, done=done, shard_of=shard_of)
             finally:
-                usage.update(worker.usage())
+                usage.update(worker.usage() if executor == "local" or not worker.llms else {"note": _REMOTE_USAGE})
                 await worker.aclose()
 
         usage: dict = {}
         with log:
-            run_async(go())
             summary = SuiteSummary()
             text_encoder, encoder_missing = quality_encoder(encoder)
             quality = QualityCounter(text_encoder, encoder_missing=encoder_missing)
@@ -291,7 +301,9 @@ def sessions(
                     for writer in writers:
                         writer.write(session)
 
-                result = job.assemble(log.records(), write=write)
+                assembly = StreamedAssembly(job, log, write, done=done)
+                run_async(go(assembly))
+                result = assembly.finish()
             log.mark_complete()
         figures = quality.result(drops=result.drops)
         perturbed = None
@@ -318,7 +330,7 @@ def sessions(
             "answers": dict(result.answers),
             "verified": verify,
             "problems": result.problems,
-            "usage": usage if executor == "local" else {"note": "kept by the Ray workers (not collected)"},
+            "usage": usage,
             "executor": executor,
             "quality": figures.model_dump(mode="json"),
         }
@@ -375,6 +387,41 @@ def sessions(
     if result.failed_units:
         console.print(f"[yellow]{len(result.failed_units)} session(s) lost to the provider[/]: resume to retry them")
         raise typer.Exit(EXIT_PROVIDER_ERRORS)
+
+
+EXECUTORS = ("auto", "local", "process", "ray")
+AUTO_PROCESS_FROM = 512
+"""``--executor auto`` runs a model-free job of this many sessions or more in worker processes: two shards of 256
+(the ledger's balance blocks, which one process makes in order), so a second core has a shard of its own; below it
+the workers' start (about a second each, importing toolwild) buys little."""
+_REMOTE_USAGE = "kept by the workers (not collected)"
+
+
+def _executor_for(executor: str, n: int, model: str, env_model: str | None) -> str:
+    """The executor ``--executor`` names (``auto`` decided: see :data:`AUTO_PROCESS_FROM`).
+
+    Why processes only for model-free runs by default: a template session is pure Python, so one event loop runs
+    on one core whatever the concurrency, and a second process doubles the rate; a run that waits on a model gains
+    nothing from another core and would open the model's cache and connections once per process.
+    """
+    if executor != "auto":
+        return executor
+    from toolwild.run.process_executor import available_cpus
+
+    cpu_bound = model == "template" and env_model is None
+    return "process" if cpu_bound and n >= AUTO_PROCESS_FROM and available_cpus() >= 2 else "local"
+
+
+def _pool(executor: str, concurrency: int, ray_address: str | None):
+    """The executor of the shards (``process`` or ``ray``)."""
+    if executor == "process":
+        from toolwild.run.process_executor import ProcessExecutor
+
+        return ProcessExecutor(concurrency)
+    from toolwild.run.ray_executor import RayExecutor
+    from toolwild.synth.pipeline import SHARD
+
+    return RayExecutor(concurrency, address=ray_address, shard_size=SHARD)
 
 
 def _perturb_target(perturb: str | None, perturb_out: Path | None, out: Path, model: str) -> Path | None:

@@ -121,14 +121,14 @@ def _node_view(task: Task, idx: int) -> str:
     return "\n".join(parts)
 
 
-def ungrounded_identifiers(session: Session) -> list[GroundingFinding]:
+def ungrounded_identifiers(session: Session, *, only: int | None = None) -> list[GroundingFinding]:
     """Every gold call argument that is an identifier no earlier part of the conversation shows (empty when the
-    session's gold is grounded)."""
+    session's gold is grounded); ``only``: the findings of that task alone."""
     fixed = [v for v in schema_values(session.tools) if isinstance(v, str)]
     before = [session.env_info, "\n".join(fixed)]
     findings: list[GroundingFinding] = []
     for i, task in enumerate(session.tasks):
-        for node in task.call_nodes:
+        for node in task.call_nodes if only is None or i == only else ():
             seen = "\n".join([*before, _node_view(task, node.idx)])
             for param, value in _arguments(node.action.arguments, ""):
                 if is_identifier(value) and not _reachable(seen, value.strip()):

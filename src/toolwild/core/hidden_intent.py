@@ -333,11 +333,14 @@ def carries_request(task: Task, earlier: list[Task]) -> bool:
     return all(n.name in before for n in task.call_nodes)
 
 
-def check_subtypes(session: Session) -> list[SubtypeFinding]:
-    """Every task whose hidden-intent label its values do not bear out (empty when all labels hold)."""
+def check_subtypes(session: Session, *, only: int | None = None) -> list[SubtypeFinding]:
+    """Every task whose hidden-intent label its values do not bear out (empty when all labels hold); ``only``: the
+    findings of that task alone (a generator checking the task it just built skips the work on the others)."""
     findings: list[SubtypeFinding] = []
     shown = [shown_text(t) for t in session.tasks]
     for i, task in enumerate(session.tasks):
+        if only is not None and i != only:
+            continue
         if i == 0:
             if task.subtype is not TurnSubtype.FIRST:
                 findings.append(SubtypeFinding(i, task.subtype, "the first task must be First Turn"))

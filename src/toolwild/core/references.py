@@ -444,7 +444,7 @@ def picked(pool: Sequence[Candidate], text: str) -> list[Candidate]:
     return []
 
 
-def ambiguous_references(session: Session) -> list[SubtypeFinding]:
+def ambiguous_references(session: Session, *, only: int | None = None) -> list[SubtypeFinding]:
     """Tasks whose words point at an earlier value that is not the only one answering the pointer.
 
     For each value a later task needs from the conversation (:func:`~toolwild.core.hidden_intent.needed_values`),
@@ -455,12 +455,15 @@ def ambiguous_references(session: Session) -> list[SubtypeFinding]:
     A finding when the needed value is among them and more than one distinct value remains, or when the words'
     narrowing leaves other values only (they name a source, the gold took the value from another). A needed value
     the span does not show is a matter for the label check (:func:`~toolwild.core.hidden_intent.check_subtypes`).
+    ``only``: the findings of that task alone (a generator checking the task it just built skips the others).
     """
     tools = {t.name: t for t in session.tools}
     shown = [shown_text(t) for t in session.tasks]
     named = session.extra.get("mentioned_values")
     findings: list[SubtypeFinding] = []
     for i, task in enumerate(session.tasks):
+        if only is not None and i != only:
+            continue
         findings += _fed_findings(i, task, tools, session.env_info)
         if i == 0 or task.subtype is TurnSubtype.FIRST:
             continue

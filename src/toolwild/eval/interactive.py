@@ -49,10 +49,9 @@ from toolwild.core.trajectory import (
     ToolCall,
     Trajectory,
     TrajectoryStatus,
-    state_digest,
 )
 from toolwild.core.verdict import ScoringMode, SessionVerdict, StepVerdict, TaskVerdict
-from toolwild.envs.base import EnvironmentBackend, Episode, Observation, ToolErrorKind, diff_states
+from toolwild.envs.base import EnvironmentBackend, Episode, Observation, ToolErrorKind
 from toolwild.envs.replay import loose_value
 from toolwild.errors import (
     CacheMissError,
@@ -75,7 +74,9 @@ from toolwild.eval.session import (
     environment_seed,
     harness_guard,
     model_failure,
+    record_state,
     run_within_limit,
+    start_state,
 )
 from toolwild.eval.user import (
     TaskFacts,
@@ -190,17 +191,16 @@ class _Interactive:
         self.turns: list[UserTurnRecord] = []
         self.steps: list[Step] = []
         self.writes = 0
+        self.start = start_state(session, episode)
+        """The episode's state before the first task (:func:`~toolwild.eval.session.start_state`)."""
 
     def record(self, index: int, failure: TaskFailure | None) -> None:
         """Close task ``index`` with the steps so far (and the environment's state after it)."""
         record = TaskTrajectory(task_index=index, steps=self.steps, failure=failure)
         if self.episode is not None:
             state = harness_guard("reading the environment's state", self.episode.state)
-            record.state_digest = state_digest(state)
+            record_state(record, self.session, state, self.start)
             record.writes = self.writes
-            expected = self.session.tasks[index].expected_state
-            if expected is not None:
-                record.state_diff = diff_states(expected, state)[:20]
         self.tasks.append(record)
 
     def stop_at_time_limit(self, message: str) -> None:

@@ -27,9 +27,11 @@ user (more is refused: the forks already multiply the work).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +52,7 @@ from toolwild.core.formats.results import append_trajectory, task_digest, trajec
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.jsonl import read_jsonl, validation_to_data_error
 from toolwild.core.session import Session, Suite
-from toolwild.core.trajectory import Trajectory, TrajectoryStatus
+from toolwild.core.trajectory import Step, Trajectory, TrajectoryStatus
 from toolwild.core.verdict import ScoringMode, SessionVerdict
 from toolwild.envs.registry import session_environment
 from toolwild.errors import (
@@ -61,7 +63,7 @@ from toolwild.errors import (
     ScoringError,
     TransientBackendError,
 )
-from toolwild.eval.agents.base import Agent
+from toolwild.eval.agents.base import Agent, AgentContext
 from toolwild.eval.agents.model import ModelAgent
 from toolwild.eval.interactive import run_interactive_session, score_interactive_suite, score_with_user
 from toolwild.eval.scoring.dag import GoldDag
@@ -79,6 +81,7 @@ __all__ = [
     "TRIALS",
     "USER_AUDIT",
     "VERDICTS",
+    "EncodedVerdicts",
     "EvalWorker",
     "RescoredRun",
     "RunConfig",
@@ -105,6 +108,7 @@ __all__ = [
     "score_forks",
     "score_trials",
     "trial_dir",
+    "verdict_line",
     "write_fork_verdicts",
     "write_trial_verdicts",
     "write_verdicts",
@@ -241,11 +245,23 @@ def check_trial(config: RunConfig, trial: int) -> None:
 
 @dataclass
 class RunProgress:
-    """Live counters for the progress display."""
+    """Live counters for the progress display.
+
+    ``done``, ``tasks`` and the outcomes move when a session (a unit: a session's trial or fork) ends; ``calls``
+    and ``tasks_done`` move as the agent works, so a run whose sessions each take minutes (the embedded model) is
+    seen moving from its first model call. On an executor that runs the sessions elsewhere (Ray), the two are
+    counted from each session's trajectory when it comes back.
+    """
 
     total: int
     done: int = 0
     skipped: int = 0
+    total_tasks: int = 0
+    """Task-runs the run plays: every task of every unit (of a fork: its tasks from the fork's boundary on)."""
+    tasks_done: int = 0
+    """Task-runs ended so far, the resumed ones included: a running session's tasks count once the next begins."""
+    calls: int = 0
+    """Turns asked of the agent in this process so far (a model agent makes one model call per turn)."""
     tasks: int = 0
     tasks_correct: int = 0
     provider_errors: int = 0
@@ -373,24 +389,46 @@ def load_run_trajectories(
     return list(kept.values())
 
 
-def write_verdicts(path: Path, verdicts: list[SessionVerdict]) -> None:
+EncodedVerdicts = dict[str, tuple[SessionVerdict, str]]
+"""Verdict lines already encoded (:func:`verdict_line`), per session id, with the verdict each was made from."""
+
+
+def verdict_line(verdict: SessionVerdict) -> str:
+    """A verdict as its ``verdicts.jsonl`` line."""
+    return json.dumps(verdict.model_dump(mode="json"), ensure_ascii=False) + "\n"
+
+
+def write_verdicts(path: Path, verdicts: list[SessionVerdict], encoded: EncodedVerdicts | None = None) -> None:
     """One ``SessionVerdict`` per line, written atomically: the one writer of ``eval``'s ``verdicts.jsonl`` and of
-    ``score --verdicts``, so both files hold the same content for the same run."""
-    lines = (json.dumps(v.model_dump(mode="json"), ensure_ascii=False) + "\n" for v in verdicts)
+    ``score --verdicts``, so both files hold the same content for the same run.
+
+    ``encoded``: lines made as the sessions ended (``eval`` makes them while the run waits on the model), used for
+    the very verdict objects they were made from; any other verdict is encoded here.
+    """
+    lines = []
+    for v in verdicts:
+        done = encoded.get(v.session_id) if encoded else None
+        lines.append(done[1] if done is not None and done[0] is v else verdict_line(v))
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, "".join(lines))
 
 
-def write_trial_verdicts(run_dir: Path, by_trial: list[list[SessionVerdict]]) -> None:
-    """Every trial's ``verdicts.jsonl`` in its own folder (trial 0's is the run's own ``verdicts.jsonl``)."""
+def write_trial_verdicts(
+    run_dir: Path, by_trial: list[list[SessionVerdict]], encoded: list[EncodedVerdicts] | None = None
+) -> None:
+    """Every trial's ``verdicts.jsonl`` in its own folder (trial 0's is the run's own ``verdicts.jsonl``);
+    ``encoded``: each trial's lines made as its sessions ended (see :func:`write_verdicts`)."""
     for trial, verdicts in enumerate(by_trial):
-        write_verdicts(trial_dir(run_dir, trial) / VERDICTS, verdicts)
+        write_verdicts(trial_dir(run_dir, trial) / VERDICTS, verdicts, encoded[trial] if encoded else None)
 
 
-def write_fork_verdicts(run_dir: Path, by_fork: list[list[SessionVerdict]]) -> None:
-    """Every fork's ``verdicts.jsonl`` in its own folder (fork 0's, the free run's, is the run's own)."""
+def write_fork_verdicts(
+    run_dir: Path, by_fork: list[list[SessionVerdict]], encoded: list[EncodedVerdicts] | None = None
+) -> None:
+    """Every fork's ``verdicts.jsonl`` in its own folder (fork 0's, the free run's, is the run's own);
+    ``encoded``: as for :func:`write_trial_verdicts`."""
     for fork, verdicts in enumerate(by_fork):
-        write_verdicts(fork_dir(run_dir, fork) / VERDICTS, verdicts)
+        write_verdicts(fork_dir(run_dir, fork) / VERDICTS, verdicts, encoded[fork] if encoded else None)
 
 
 @dataclass(frozen=True)
@@ -544,6 +582,61 @@ class EvalWorker:
         self._trial_agents = {}
 
 
+LIVE_EVERY_S = 0.1
+"""Least time between two progress reports made while sessions run (a report per model call would cost more than
+the display can show); the end of a session is always reported."""
+
+
+class _Live:
+    """The progress of the running units, as the agent works: turns asked of it and tasks moved past, per unit."""
+
+    def __init__(self, progress: RunProgress, report: Callable[[RunProgress], None] | None) -> None:
+        self.progress = progress
+        self.report = report
+        self.units: dict[str, list[int]] = {}
+        """Per running unit: [turns asked, index of the task it is on]."""
+        self._reported = 0.0
+
+    def turn(self, key: str, task_index: int, first_task: int) -> None:
+        """The agent was asked for a turn of task ``task_index``: the tasks before it are done."""
+        state = self.units.setdefault(key, [0, first_task])
+        state[0] += 1
+        self.progress.calls += 1
+        if task_index > state[1]:
+            self.progress.tasks_done += task_index - state[1]
+            state[1] = task_index
+        if self.report is not None and time.monotonic() - self._reported >= LIVE_EVERY_S:
+            self._reported = time.monotonic()
+            self.report(self.progress)
+
+    def finish(self, key: str, traj: Trajectory, tasks: int, first_task: int) -> None:
+        """A unit ended: all its tasks are done; a unit never seen working (it ran elsewhere) brings its turns."""
+        state = self.units.pop(key, None)
+        if state is None:
+            self.progress.calls += sum(len(t.steps) for t in traj.tasks if t.task_index >= first_task)
+            state = [0, first_task]
+        self.progress.tasks_done += tasks - state[1]
+
+
+class _WatchedAgent:
+    """A unit's agent as the runner sees it: each turn waits for ``ready`` (the preflight, run alongside the
+    sessions' set-up) and is counted for the progress display (:class:`_Live`) before the agent takes it."""
+
+    def __init__(self, agent: Agent, live: _Live, key: str, first_task: int, ready: asyncio.Future[None] | None):
+        self.name = agent.name
+        self._agent = agent
+        self._live = live
+        self._key = key
+        self._first_task = first_task
+        self._ready = ready
+
+    async def next_step(self, context: AgentContext) -> Step:
+        if self._ready is not None and not self._ready.done():
+            await self._ready
+        self._live.turn(self._key, context.task_index, self._first_task)
+        return await self._agent.next_step(context)
+
+
 async def run_suite(
     suite: Suite,
     agent: Agent,
@@ -556,6 +649,8 @@ async def run_suite(
     executor: Executor | None = None,
     worker: EvalWorker | None = None,
     user: UserSimulator | None = None,
+    ready: asyncio.Future[None] | None = None,
+    on_result: Callable[[SessionTrial, Trajectory, SessionVerdict], None] | None = None,
 ) -> list[SessionVerdict]:
     """Run every session not yet finished in ``run_dir`` and return the verdicts of all sessions of the suite.
 
@@ -565,6 +660,7 @@ async def run_suite(
     :class:`~toolwild.run.ray_executor.RayExecutor` with an :class:`EvalWorker`); results come back here, where
     alone they are written and scored. With ``config.trials`` > 1 every trial is run (see :func:`run_trials`) and
     trial 0's verdicts are returned; a forked run runs every fork (also :func:`run_trials`) and returns fork 0's.
+    ``ready`` and ``on_result``: see :func:`run_trials`.
     """
     by_part = await run_trials(
         suite,
@@ -577,6 +673,8 @@ async def run_suite(
         executor=executor,
         worker=worker,
         user=user,
+        ready=ready,
+        on_result=on_result,
     )
     return by_part[0]
 
@@ -604,6 +702,8 @@ async def run_trials(
     executor: Executor | None = None,
     worker: EvalWorker | None = None,
     user: UserSimulator | None = None,
+    ready: asyncio.Future[None] | None = None,
+    on_result: Callable[[SessionTrial, Trajectory, SessionVerdict], None] | None = None,
 ) -> list[list[SessionVerdict]]:
     """:func:`run_suite` for every trial of ``config.trials``: the verdicts of all sessions, one list per trial.
 
@@ -615,6 +715,12 @@ async def run_trials(
     boundary i, tasks before i teacher-forced and the rest free; one list of verdicts per fork i (the sessions of
     more than i tasks, in the suite's order; fork 0 is the free run of every session), kept and resumed per
     (session, fork) (see the module docstring for the layout). It costs :func:`forked_task_runs` task-runs.
+
+    ``ready``: the agent's turns wait until it is done (the preflight: the run sets up and the sessions start while
+    it runs; a caller whose check fails cancels the run before any turn is taken). Sessions run by a ``worker``
+    elsewhere start only once it is done. ``on_result``: called with every trajectory the run holds and its
+    verdict, the resumed ones first, then each as its session ends (so a caller needs not read the files back, and
+    can prepare what it writes at the end while the run still waits on the model).
 
     Raises:
         ConfigError: a forked run that asks for trials or a simulated user as well; ``run_dir`` is being written by
@@ -632,6 +738,8 @@ async def run_trials(
             executor=executor,
             worker=worker,
             user=user,
+            ready=ready,
+            on_result=on_result,
         )
 
 
@@ -663,6 +771,8 @@ async def _run_parts(
     executor: Executor | None,
     worker: EvalWorker | None,
     user: UserSimulator | None,
+    ready: asyncio.Future[None] | None,
+    on_result: Callable[[SessionTrial, Trajectory, SessionVerdict], None] | None,
 ) -> list[list[SessionVerdict]]:
     """Run the units of every part (trial or fork) not yet finished; the verdicts of each part, in suite order."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -690,7 +800,11 @@ async def _run_parts(
         distinct = {(s.environment, str(s.extra.get("ledger_file"))): s for s in suite.sessions if s.environment}
         for _key, first in sorted(distinct.items()):
             session_environment(first, simulator=simulator, base_dir=Path(config.suite).parent)
-    progress = RunProgress(total=sum(len(p.sessions) for p in parts))
+    progress = RunProgress(
+        total=sum(len(p.sessions) for p in parts),
+        total_tasks=sum(len(s.tasks) - p.fork for p in parts for s in p.sessions),
+    )
+    live = _Live(progress, on_progress)
     verdicts: list[dict[str, SessionVerdict]] = [{} for _ in parts]
     base_dir = Path(config.suite).parent
     index = {(p.trial, p.fork): k for k, p in enumerate(parts)}
@@ -716,7 +830,11 @@ async def _run_parts(
         for sid, traj in found.items():
             session = suite.session(sid)
             assert session is not None
-            account(k, _score(session, traj, config, base_dir), traj)
+            progress.tasks_done += len(session.tasks) - parts[k].fork
+            verdict = _score(session, traj, config, base_dir)
+            if on_result is not None:
+                on_result(SessionTrial(session, parts[k].trial, parts[k].fork), traj, verdict)
+            account(k, verdict, traj)
             progress.skipped += 1
     todo = _longest_first(
         [
@@ -739,23 +857,23 @@ async def _run_parts(
             if traj.status is TrajectoryStatus.HARNESS_ERROR:
                 halted.append(item)
             append_trajectory(handles[k], traj, session=item.session)
-            account(k, _score(item.session, traj, config, base_dir), traj)
+            live.finish(unit.key, traj, len(item.session.tasks), item.fork)
+            verdict = _score(item.session, traj, config, base_dir)
+            if on_result is not None:
+                on_result(item, traj, verdict)
+            account(k, verdict, traj)
 
+        def here(unit: Unit[SessionTrial]) -> Awaitable[Trajectory]:
+            """One unit in this process, its agent watched (:class:`_WatchedAgent`)."""
+            item = unit.payload
+            agent = _WatchedAgent(parts[index[(item.trial, item.fork)]].agent, live, unit.key, item.fork, ready)
+            return _run_one(item.session, agent, config, simulator, user=user, trial=item.trial, fork=item.fork)
+
+        if worker is not None and ready is not None:
+            await ready  # the sessions run elsewhere, where nothing waits on it
         await (executor or LocalExecutor(config.concurrency)).map(
             (Unit(key=_unit_key(item, config), order=i, payload=item) for i, item in enumerate(todo)),
-            worker
-            if worker is not None
-            else (
-                lambda unit: _run_one(
-                    unit.payload.session,
-                    parts[index[(unit.payload.trial, unit.payload.fork)]].agent,
-                    config,
-                    simulator,
-                    user=user,
-                    trial=unit.payload.trial,
-                    fork=unit.payload.fork,
-                )
-            ),
+            worker if worker is not None else here,
             on_done=finished,
             stop=lambda: bool(halted),
         )

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from toolwild.core.formats.openai_tools import to_openai_tools_for_api
 from toolwild.core.session import Session
+from toolwild.core.state_change import expected_state_at
 from toolwild.core.task import NodeKind
 from toolwild.core.tool import Effect
 from toolwild.core.trajectory import (
@@ -59,8 +60,10 @@ __all__ = [
     "gold_task_steps",
     "harness_guard",
     "model_failure",
+    "record_state",
     "run_session",
     "run_within_limit",
+    "start_state",
 ]
 
 T = TypeVar("T")
@@ -70,6 +73,37 @@ def environment_seed(session: Session) -> int:
     """The seed of a session's environment episode (recorded in the suite)."""
     value = session.extra.get("env_seed", session.extra.get("ledger_seed", 0))
     return int(value) if isinstance(value, int | str) and str(value).lstrip("-").isdigit() else 0
+
+
+def start_state(session: Session, episode: Episode | None) -> Any:
+    """The episode's state before the session's first task, read once at reset when the suite stores expected
+    states as changes (the diagnostics of a failed state check rebuild the expected state from it); else None."""
+    if episode is None or not any(t.expected_state_change is not None for t in session.tasks):
+        return None
+    return harness_guard("reading the environment's state", episode.state)
+
+
+def record_state(record: TaskTrajectory, session: Session, state: Any, start: Any) -> None:
+    """Set a task record's state fields: the digest of the environment's ``state`` after the task, and, when the
+    task expects a state, where the two differ (``[]`` when they do not).
+
+    The check is by digest (exact). The differences are those of the whole expected state, rebuilt from the
+    session's ``start`` state and the suite's changes, with the state reached (``diff_states``, the first 20);
+    when the suite cannot rebuild it (a digest stored without its change), or the two digests differ where
+    ``diff_states`` sees no difference (``1`` and ``1.0``), one entry at ``/`` names the two digests.
+    """
+    record.state_digest = state_digest(state)
+    expected = session.tasks[record.task_index].expected_digest
+    if expected is None:
+        return
+    if record.state_digest == expected:
+        record.state_diff = []
+        return
+    whole = expected_state_at(session.tasks, record.task_index, start)
+    diff = diff_states(whole, state)[:20] if whole is not None else []
+    record.state_diff = diff or [
+        {"path": "/", "before": {"sha256": expected}, "after": {"sha256": record.state_digest}}
+    ]
 
 
 def _wrote(observation: Observation) -> bool:
@@ -328,16 +362,15 @@ class SessionLoop:
         self.tasks: list[TaskTrajectory] = []
         self.current_steps: list[Step] = []
         self.current_writes = 0
+        self.start = start_state(session, episode)
+        """The episode's state before the first task (see :func:`start_state`)."""
 
     def _record(self, index: int, steps: list[Step], writes: int, failure: TaskFailure | None) -> TaskTrajectory:
         record = TaskTrajectory(task_index=index, steps=steps, failure=failure)
         if self.episode is not None:
             state = harness_guard("reading the environment's state", self.episode.state)
-            record.state_digest = state_digest(state)
+            record_state(record, self.session, state, self.start)
             record.writes = writes
-            expected = self.session.tasks[index].expected_state
-            if expected is not None:
-                record.state_diff = diff_states(expected, state)[:20]
         return record
 
     def stop_at_time_limit(self, message: str) -> None:

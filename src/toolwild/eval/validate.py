@@ -18,6 +18,7 @@ from toolwild.core.hidden_intent import check_subtypes
 from toolwild.core.references import ambiguous_references
 from toolwild.core.session import Session, Suite
 from toolwild.core.task import NodeKind
+from toolwild.core.trajectory import state_digest
 from toolwild.core.verdict import ScoringMode
 from toolwild.envs.base import Observation
 from toolwild.envs.registry import describe_environment, session_environment
@@ -159,7 +160,8 @@ async def areplay_problems(
                             f"replaying {node.name} gives {str(observed)[:160]}, not the recorded observation",
                         )
                     )
-            if task.expected_state is not None and episode.state() != task.expected_state:
+            expected = task.expected_digest
+            if expected is not None and state_digest(episode.state()) != expected:
                 problems.append(
                     Problem(Severity.ERROR, f"{where} task {ti}", "gold calls do not reach the expected state")
                 )

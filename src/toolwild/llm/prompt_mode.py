@@ -9,6 +9,7 @@ are rendered in the same JSON form, so the model sees its own protocol.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from toolwild.llm.types import ChatRequest, Completion, CompletionToolCall
@@ -98,6 +99,30 @@ def reply_schema(tools: list[dict[str, Any]], tool_choice: str) -> dict[str, Any
     return with_calls
 
 
+_PROTOCOL_KEYS = frozenset({"content", "tool_calls"})
+_PROTOCOL_START = re.compile(r'\s*\{\s*"(?:content|tool_calls)"\s*:')
+"""How a prompt-mode reply begins, for a reply cut off before it closed (it cannot be parsed to check its keys)."""
+
+
+def _is_protocol_reply(text: str) -> bool:
+    """Whether an assistant's text already is a prompt-mode reply: one that did not parse as a call and so came back
+    as text (cut off mid-JSON, say), or a protocol reply handed back raw."""
+    try:
+        value = json.loads(text, strict=False)
+    except json.JSONDecodeError:
+        return _PROTOCOL_START.match(text) is not None
+    return isinstance(value, dict) and bool(value) and set(value) <= _PROTOCOL_KEYS
+
+
+def _render_reply_text(content: Any) -> str:
+    """An assistant text turn in the protocol's form, wrapped once: text that already is a protocol reply is shown
+    as the model wrote it, not escaped into ``{"content": "{\\"content\\": ...``, which taught the model to nest
+    its replies deeper on every turn."""
+    if isinstance(content, str) and _is_protocol_reply(content):
+        return content
+    return json.dumps({"content": content or ""})
+
+
 def _render_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Turn tool-call turns and tool results into plain text turns in the prompt-mode JSON form."""
     out: list[dict[str, Any]] = []
@@ -118,7 +143,7 @@ def _render_history(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     names_by_id[call["id"]] = fn.get("name", "")
             out.append({"role": "assistant", "content": json.dumps({"tool_calls": calls}, ensure_ascii=False)})
         elif role == "assistant":
-            out.append({"role": "assistant", "content": json.dumps({"content": msg.get("content") or ""})})
+            out.append({"role": "assistant", "content": _render_reply_text(msg.get("content"))})
         elif role == "tool":
             name = names_by_id.get(msg.get("tool_call_id", ""), "tool")
             out.append({"role": "user", "content": f"Result of {name}: {msg.get('content', '')}"})

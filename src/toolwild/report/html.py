@@ -11,10 +11,12 @@ The verdicts come from re-scoring the run's trajectories (as ``toolwild show`` d
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from html import escape
 from importlib.resources import files
 from itertools import islice
@@ -26,7 +28,7 @@ from toolwild.core.formats.results import load_trajectories
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.jsonl import LoadReport
 from toolwild.core.session import Session, Suite
-from toolwild.core.task import ANSWER_ACTION, ASK_ACTION
+from toolwild.core.task import ANSWER_ACTION, ASK_ACTION, Task
 from toolwild.core.trajectory import Step, TaskTrajectory, Trajectory
 from toolwild.core.verdict import Metrics, ScoringMode, SessionVerdict, StepVerdict, TaskVerdict
 from toolwild.errors import ConfigError, DataError
@@ -47,7 +49,16 @@ from toolwild.eval.scoring.session import score_suite
 from toolwild.eval.session import HistoryMode
 from toolwild.report.figures import build_figures, build_headline
 
-__all__ = ["RunView", "load_result_view", "load_run", "render_report", "write_report", "write_result_report"]
+__all__ = [
+    "RunView",
+    "encode_records",
+    "load_result_view",
+    "load_run",
+    "plotly_js",
+    "render_report",
+    "write_report",
+    "write_result_report",
+]
 
 REPORT = "report.html"
 TEXT_LIMIT = 4000
@@ -70,6 +81,10 @@ class RunView:
     notes: list[str] = field(default_factory=list)
     """What the reader should know about the input (a torn last line, results that could not be checked against
     the suite), each naming its file: shown in the page and printed by ``toolwild report``."""
+    encoded: dict[str, tuple[SessionVerdict, str]] = field(default_factory=dict)
+    """A session's task records already encoded (:func:`encode_records`), with the verdict they were made from:
+    ``eval`` encodes each session as it ends, while the run still waits on the model, so the page costs little
+    after the last one. Used only for the very verdict object they were made from."""
 
     @classmethod
     def of(
@@ -214,15 +229,39 @@ def _asset(name: str) -> str:
 
 def _json_block(element_id: str, data: Any) -> str:
     """Data as a JSON script block; ``<``, ``>`` and ``&`` escaped so no text in it can close the element."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return _script_block(element_id, _dumps(data))
+
+
+def _dumps(data: Any) -> str:
+    """The page's JSON: compact, UTF-8 as it is."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def _script_block(element_id: str, text: str) -> str:
+    """JSON text as a script block (see :func:`_json_block`)."""
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return f'<script type="application/json" id="{element_id}">{text}</script>'
 
 
+def plotly_js() -> str:
+    """plotly.js as plotly ships it (``plotly.offline.get_plotlyjs()``), read without importing plotly.
+
+    Why: importing ``plotly.offline`` to read one file took longer than rendering the rest of a 1,024-task report;
+    the bundle is a plain file in the package's ``package_data``, found from the package's spec without running
+    its code. A plotly laid out otherwise (a zipped install) is asked the usual way.
+    """
+    spec = importlib.util.find_spec("plotly")
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        bundle = Path(folder) / "package_data" / "plotly.min.js"
+        if bundle.is_file():
+            return bundle.read_text(encoding="utf-8")
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
 def render_report(view: RunView, metrics: Metrics, meta: dict[str, Any]) -> str:
     """The whole page as a string: styles, data blocks, plotly.js and the viewer script, inlined."""
-    from plotly.offline import get_plotlyjs  # imported here: only writing a report needs plotly's 4.8 MB bundle
-
     meta = {**meta, "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "version": __version__}
     ext = metrics.extensions
     incomplete = [] if ext.get("figures_complete", True) else ["Harness errors: the figures are incomplete."]
@@ -237,7 +276,6 @@ def render_report(view: RunView, metrics: Metrics, meta: dict[str, Any]) -> str:
     )
     figures = [f.model_dump(mode="json") for f in build_figures(metrics)]
     headline = [h.model_dump(mode="json") for h in build_headline(metrics)]
-    tasks = list(_task_records(view))
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -251,8 +289,8 @@ def render_report(view: RunView, metrics: Metrics, meta: dict[str, Any]) -> str:
             _json_block("headline", headline),
             _json_block("figures", figures),
             _json_block("metrics", metrics.model_dump(mode="json")),
-            _json_block("tasks", tasks),
-            f"<script>{get_plotlyjs()}</script>",
+            _script_block("tasks", _tasks_json(view)),
+            f"<script>{plotly_js()}</script>",
             f"<script>{_asset('viewer.js')}</script>",
             "</body></html>",
         ]
@@ -297,9 +335,35 @@ def optimal_paths(dag: GoldDag, limit: int = MAX_PATHS) -> list[list[list[int]]]
     return list(islice(walk(dag.start, 0), limit))
 
 
+_Shape = tuple[tuple[int, ...], tuple[tuple[int, ...], ...], ScoringMode]
+
+
+def _shape(task: Task, mode: ScoringMode) -> _Shape:
+    """What the paths through a task's gold DAG depend on: which nodes share a name (the rules only ever compare
+    names with each other, so each is replaced by the index of its first appearance), each node's dependencies,
+    and the scoring mode."""
+    first: dict[str, int] = {}
+    names = tuple(first.setdefault(node.name, len(first)) for node in task.gold)
+    return names, tuple(tuple(node.dependency_list) for node in task.gold), mode
+
+
+@lru_cache(maxsize=4096)
+def _shape_paths(shape: _Shape) -> tuple[tuple[tuple[tuple[int, ...], ...], ...], int]:
+    """The optimal paths and the minimum length of every gold DAG of one shape, computed once (immutable: the
+    records of many tasks share them, and JSON writes tuples as arrays).
+
+    Why: walking the DAGs was half the time a report of 1,024 tasks took, yet a suite's tasks come in a few shapes
+    (a call then an answer, two parallel calls then an answer ...), so a 256-session report walks a handful.
+    """
+    names, deps, mode = shape
+    dag = GoldDag([str(n) for n in names], deps, mode=mode)
+    paths = tuple(tuple(tuple(step) for step in path) for path in optimal_paths(dag))
+    return paths, dag.min_length
+
+
 def _gold(session: Session, index: int, mode: ScoringMode) -> dict[str, Any]:
     task = session.tasks[index]
-    dag = GoldDag.from_task(task, mode=mode)
+    paths, shortest = _shape_paths(_shape(task, mode))
     nodes = [
         {
             "idx": node.idx,
@@ -312,7 +376,7 @@ def _gold(session: Session, index: int, mode: ScoringMode) -> dict[str, Any]:
         }
         for node in task.gold
     ]
-    return {"nodes": nodes, "paths": optimal_paths(dag), "min": dag.min_length}
+    return {"nodes": nodes, "paths": paths, "min": shortest}
 
 
 def _step(step: Step, judged: StepVerdict | None) -> dict[str, Any]:
@@ -372,12 +436,28 @@ def _session_error(verdict: SessionVerdict) -> str | None:
     return verdict.inference_error or verdict.harness_error or ("provider error" if verdict.provider_error else None)
 
 
-def _task_records(view: RunView) -> Iterator[dict[str, Any]]:
+def encode_records(session: Session, verdict: SessionVerdict, trajectory: Trajectory | None) -> str:
+    """The page's records of one session's tasks as JSON text, the records separated by commas (empty for a
+    session without tasks): the task list is these texts joined, exactly as if the whole list were encoded at once.
+    """
+    by_index: dict[int, TaskTrajectory] = {}
+    for record in trajectory.tasks if trajectory is not None else []:
+        by_index.setdefault(record.task_index, record)  # the first, should a task be recorded twice
+    return ",".join(
+        _dumps(_task_record(session, verdict, task, by_index.get(task.task_index))) for task in verdict.tasks
+    )
+
+
+def _tasks_json(view: RunView) -> str:
+    """The task list of the page as JSON: each session's records as encoded when it ended, or encoded now."""
+    parts = []
     for verdict in view.verdicts:
-        session = view.sessions[verdict.session_id]
-        trajectory = view.trajectories.get(verdict.session_id)
-        for task in verdict.tasks:
-            record = None
-            if trajectory is not None:
-                record = next((t for t in trajectory.tasks if t.task_index == task.task_index), None)
-            yield _task_record(session, verdict, task, record)
+        done = view.encoded.get(verdict.session_id)
+        if done is not None and done[0] is verdict:
+            text = done[1]
+        else:
+            sid = verdict.session_id
+            text = encode_records(view.sessions[sid], verdict, view.trajectories.get(sid))
+        if text:
+            parts.append(text)
+    return "[" + ",".join(parts) + "]"

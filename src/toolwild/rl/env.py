@@ -152,7 +152,7 @@ class SessionEnv:
         if self.environment is None:
             raise ConfigError(f"session {self.session.id!r} runs on no environment: a 'state' reward needs one")
         for i in range(self.first_task, self.last_task + 1):
-            if self.session.tasks[i].expected_state is None:
+            if not self.session.tasks[i].checks_state:
                 raise ConfigError(
                     f"session {self.session.id!r}, task {i}: no expected state in the suite, so no 'state' reward "
                     "(use reward='task' or 'progress')"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -83,6 +84,54 @@ class _Entry:
     """1-based, to name the line when it cannot be read back."""
 
 
+_STATUSES = tuple(UnitStatus)
+
+
+class _Index:
+    """Where each unit's latest record is: a slot per key, the slots' fields in flat arrays.
+
+    Why not an object per unit: the index is what a log holds for every unit of a job (a million-session job holds
+    nothing else per session); flat arrays take about 150 bytes a unit where an :class:`_Entry` per key took 260.
+    """
+
+    def __init__(self) -> None:
+        self._slots: dict[str, int] = {}
+        self._order = array("q")
+        self._offset = array("q")
+        self._line = array("q")
+        self._status = bytearray()
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def __getitem__(self, key: str) -> _Entry:
+        slot = self._slots[key]
+        status = _STATUSES[self._status[slot]]
+        return _Entry(self._order[slot], self._offset[slot], status, self._line[slot])
+
+    def set(self, key: str, entry: _Entry) -> None:
+        """Record ``key``'s latest line (a later record replaces an earlier one)."""
+        status = _STATUSES.index(entry.status)
+        slot = self._slots.get(key)
+        if slot is None:
+            self._slots[key] = len(self._order)
+            self._order.append(entry.order)
+            self._offset.append(entry.offset)
+            self._line.append(entry.line)
+            self._status.append(status)
+            return
+        self._order[slot], self._offset[slot], self._line[slot] = entry.order, entry.offset, entry.line
+        self._status[slot] = status
+
+    def keys_with(self, status: UnitStatus) -> set[str]:
+        wanted = _STATUSES.index(status)
+        return {key for key, slot in self._slots.items() if self._status[slot] == wanted}
+
+    def in_order(self) -> list[str]:
+        """The keys in output order (``order``, then key)."""
+        return sorted(self._slots, key=lambda key: (self._order[self._slots[key]], key))
+
+
 _DAMAGED = "delete that line to redo its unit, or the file to start over"
 """How to go on past a damaged line of a log (its unit is simply run again)."""
 
@@ -94,7 +143,7 @@ class UnitLog:
         self,
         path: Path,
         handle: IO[bytes],
-        entries: dict[str, _Entry],
+        entries: _Index,
         *,
         complete: bool,
         lines: int,
@@ -105,6 +154,8 @@ class UnitLog:
         self._entries = entries
         self._lines = lines
         self._lock = lock
+        self._reader: IO[bytes] | None = None
+        """Reads single records back (:meth:`record`), opened on first use."""
         self.complete = complete
         """Whether the job that wrote the log finished (its outputs were written)."""
 
@@ -130,7 +181,7 @@ class UnitLog:
         header = _Header(kind=_KIND, format_version=_VERSION, job=job, fingerprint=fingerprint, identity=identity)
         handle.write(_line(header.model_dump(mode="json")))
         handle.flush()
-        return cls(p, handle, {}, complete=False, lines=1, lock=lock)
+        return cls(p, handle, _Index(), complete=False, lines=1, lock=lock)
 
     @classmethod
     def _check_replaceable(cls, path: Path, job: str, identity: dict[str, Any]) -> None:
@@ -167,7 +218,7 @@ class UnitLog:
         p = Path(path)
         if not p.exists():
             raise ConfigError(f"nothing to resume: {p} does not exist (start the run without --resume)")
-        entries: dict[str, _Entry] = {}
+        entries = _Index()
         complete = False
         header: _Header | None = None
         lock = OutputLock(p).acquire()  # before reading: a live writer's half-written last line is not cut off
@@ -209,7 +260,7 @@ class UnitLog:
                 if torn:
                     cut = start  # a whole record but no newline: dropped (the unit is redone) so appends start cleanly
                     break
-                entries[record.key] = _Entry(record.order, start, record.status, number)
+                entries.set(record.key, _Entry(record.order, start, record.status, number))
                 complete = False
             if header is None:
                 raise DataError("empty unit log (no header line)", file=p, line=1)
@@ -237,7 +288,7 @@ class UnitLog:
         self._handle.write(_line(record.model_dump(mode="json")))
         self._handle.flush()
         self._lines += 1
-        self._entries[record.key] = _Entry(record.order, offset, record.status, self._lines)
+        self._entries.set(record.key, _Entry(record.order, offset, record.status, self._lines))
         self.complete = False
 
     def mark_complete(self) -> None:
@@ -252,6 +303,8 @@ class UnitLog:
         """Close the file and let go of its lock (another process may then open it)."""
         try:
             self._handle.close()
+            if self._reader is not None:
+                self._reader.close()
         finally:
             self._lock.release()
 
@@ -264,11 +317,11 @@ class UnitLog:
     # -------------------------------------------------------------------------------------------- reading
     def done_keys(self) -> set[str]:
         """Keys of units whose result is final (a resumed run skips them)."""
-        return {k for k, e in self._entries.items() if e.status is UnitStatus.DONE}
+        return self._entries.keys_with(UnitStatus.DONE)
 
     def failed_keys(self) -> set[str]:
         """Keys of units that failed (a resumed run does them again)."""
-        return {k for k, e in self._entries.items() if e.status is UnitStatus.FAILED}
+        return self._entries.keys_with(UnitStatus.FAILED)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -280,11 +333,25 @@ class UnitLog:
             DataError: a line that no longer holds the record read when the log was opened (the file was changed
                 since, by hand or by a process that ignored the lock), naming the file and line.
         """
-        ordered = sorted(self._entries.items(), key=lambda item: (item[1].order, item[0]))
         with self.path.open("rb") as reader:
-            for key, entry in ordered:
+            for key in self._entries.in_order():
+                entry = self._entries[key]
                 reader.seek(entry.offset)
                 yield self._read_back(reader.readline(), key, entry)
+
+    def record(self, key: str) -> UnitRecord:
+        """The latest record of ``key``, read back from its line (a run that writes its output as units finish reads
+        back those that finished before their turn, instead of holding them).
+
+        Raises:
+            KeyError: no record of ``key``.
+            DataError: its line no longer holds that record (see :meth:`records`).
+        """
+        entry = self._entries[key]
+        if self._reader is None:
+            self._reader = self.path.open("rb")
+        self._reader.seek(entry.offset)
+        return self._read_back(self._reader.readline(), key, entry)
 
     def _read_back(self, raw: bytes, key: str, entry: _Entry) -> UnitRecord:
         """The record of ``key`` from its line, or a DataError naming the line (never a traceback)."""

@@ -22,17 +22,12 @@ from typing import Any
 
 from toolwild.errors import ConfigError, MissingDependencyError
 from toolwild.run.executor import LocalExecutor
-from toolwild.run.units import Unit
+from toolwild.run.units import Unit, UnitFailure
 
 __all__ = ["RayExecutor", "UnitFailure", "ray_available"]
 
 _RETRIES = 3
 """Times Ray runs a shard again when its worker process dies."""
-
-
-class UnitFailure(Exception):
-    """A unit that failed in a worker (a provider that kept failing), as the driver sees it: the message travels,
-    the exception object (whose class may not survive pickling) does not."""
 
 
 def ray_available() -> bool:

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-__all__ = ["Unit", "fingerprint"]
+__all__ = ["Unit", "UnitFailure", "fingerprint"]
 
 P = TypeVar("P")
 
@@ -24,6 +24,11 @@ class Unit(Generic[P]):
     key: str
     order: int
     payload: P
+
+
+class UnitFailure(Exception):
+    """A unit that failed in another process (a provider that kept failing), as the caller sees it: the message
+    travels, the exception object (whose class may not survive pickling) does not."""
 
 
 def fingerprint(identity: Any) -> str:

@@ -5,11 +5,13 @@ Session ``i`` is made by the provider of environment ``i % len(envs)`` (round ro
 so a killed run keeps it), with the session, what was dropped on the way and, when a ``verify`` is given, the
 verification problems of that session (verified as it is made: nothing ever holds the whole suite).
 
-:meth:`SessionJob.assemble` then reads the records in index order and writes the sessions one at a time, so the
-suite does not depend on the concurrency or on the order units finished in. One rule needs the whole order: when a
-session finds its environment unusable (its simulator cannot answer), the sessions after it on that environment are
-not kept, whether or not they happened to run before the finding (under concurrency they may have): which sessions
-are kept depends only on the indices.
+:class:`Assembly` then takes the records in index order and writes the sessions one at a time, so the suite does not
+depend on the concurrency or on the order units finished in: the command streams it (:class:`StreamedAssembly`, each
+index written as soon as every index before it is, while later sessions are still being made), a library caller
+assembles the records at the end (:meth:`SessionJob.assemble`). One rule needs the whole order: when a session
+finds its environment unusable (its simulator cannot answer), the sessions after it on that environment are not
+kept, whether or not they happened to run before the finding (under concurrency they may have): which sessions are
+kept depends only on the indices.
 """
 
 from __future__ import annotations
@@ -20,16 +22,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolwild.core.session import Session
-from toolwild.errors import TransientBackendError
-from toolwild.run import Executor, Unit, UnitRecord, UnitStatus
+from toolwild.errors import HarnessError, TransientBackendError
+from toolwild.run import Executor, Unit, UnitLog, UnitRecord, UnitStatus
 from toolwild.synth.providers.base import SessionOutcome, SessionProvider
 
 __all__ = [
     "SHARD",
+    "Assembly",
     "SessionJob",
     "SessionSpec",
     "SessionWorker",
     "SessionsReport",
+    "StreamedAssembly",
     "fallback_rate",
     "run_sessions",
     "session_key",
@@ -175,37 +179,106 @@ class SessionJob:
 
     def assemble(self, records: Iterable[UnitRecord], *, write: Callable[[Session], None]) -> SessionsReport:
         """Go through the records in index order: kept sessions to ``write``, everything else into the report."""
-        report = SessionsReport()
-        cut: dict[int, int] = {}
+        assembly = Assembly(self, write)
         for record in records:
-            index = record.order
-            slot = index % len(self.providers)
-            env = self.env_refs[slot]
-            if record.status is UnitStatus.FAILED:
-                report.failed_units.append({"index": index, "environment": env, "error": record.error})
-                continue
-            outcome = record.result["outcome"]
-            if slot in cut:
-                reason = report.given_up[env]
-                report.failed_sessions.append({"index": index, "environment": env, "reasons": [reason]})
-                continue
-            report.drops.update(outcome["drops"])
-            for reason, example in outcome["drop_examples"].items():
-                report.drop_examples.setdefault(reason, example)
-            if outcome.get("given_up") is not None:
-                cut[slot] = index
-                report.given_up[env] = outcome["given_up"]
-            session = record.result.get("session")
-            if session is None:
-                report.failed_sessions.append({"index": index, "environment": env, "reasons": outcome["reasons"]})
-                continue
-            made = Session.model_validate(session)
-            report.sessions += 1
-            report.utterances.update(made.extra.get("utterance_sources") or [])
-            report.answers.update(made.extra.get("answer_sources") or [])
-            report.problems += record.result.get("problems") or []
-            write(made)
-        return report
+            assembly.add(record)
+        return assembly.report
+
+
+class Assembly:
+    """What :meth:`SessionJob.assemble` does, one record at a time: records given in index order, kept sessions to
+    ``write``, everything else into :attr:`report` (see the module docstring for the one rule that needs the
+    order)."""
+
+    def __init__(self, job: SessionJob, write: Callable[[Session], None]) -> None:
+        self.job = job
+        self.write = write
+        self.report = SessionsReport()
+        self._cut: dict[int, int] = {}
+        """Environment slot -> the index where its environment was given up (later ones are not kept)."""
+
+    def add(self, record: UnitRecord) -> None:
+        """The next record in index order."""
+        report, index = self.report, record.order
+        slot = index % len(self.job.providers)
+        env = self.job.env_refs[slot]
+        if record.status is UnitStatus.FAILED:
+            report.failed_units.append({"index": index, "environment": env, "error": record.error})
+            return
+        outcome = record.result["outcome"]
+        if slot in self._cut:
+            report.failed_sessions.append({"index": index, "environment": env, "reasons": [report.given_up[env]]})
+            return
+        report.drops.update(outcome["drops"])
+        for reason, example in outcome["drop_examples"].items():
+            report.drop_examples.setdefault(reason, example)
+        if outcome.get("given_up") is not None:
+            self._cut[slot] = index
+            report.given_up[env] = outcome["given_up"]
+        session = record.result.get("session")
+        if session is None:
+            report.failed_sessions.append({"index": index, "environment": env, "reasons": outcome["reasons"]})
+            return
+        made = Session.model_validate(session)
+        report.sessions += 1
+        report.utterances.update(made.extra.get("utterance_sources") or [])
+        report.answers.update(made.extra.get("answer_sources") or [])
+        report.problems += record.result.get("problems") or []
+        self.write(made)
+
+
+class StreamedAssembly:
+    """The assembly of a run as its units finish, in any order: each index is assembled as soon as every index
+    before it is (a record that arrives in turn as it is; one that arrives early is read back from the log when its
+    turn comes, so nothing early is held in memory).
+
+    Why: the suite is then written while the sessions are being made (the writer's work overlaps the workers' on
+    other cores) instead of in one pass over the whole log at the end, and no pass reads the log back a second time.
+
+    Args:
+        job: the run's job (its providers and environments name the slots).
+        log: the run's unit log; every record handed to :meth:`add` is in it already.
+        write: where kept sessions go, in index order.
+        done: the keys logged by an earlier run (a resume): read back from the log in their turn.
+    """
+
+    def __init__(
+        self, job: SessionJob, log: UnitLog, write: Callable[[Session], None], *, done: set[str] = frozenset()
+    ) -> None:
+        self._assembly = Assembly(job, write)
+        self._log = log
+        self._n = job.n_sessions
+        self._next = 0
+        self._ready = bytearray(self._n)
+        """1 where an index's record is in the log and waits for its turn (a byte per session)."""
+        for index in range(self._n):
+            self._ready[index] = session_key(index) in done
+
+    def add(self, record: UnitRecord) -> None:
+        """A unit's record, just logged."""
+        if record.order == self._next:
+            self._assembly.add(record)
+            self._next += 1
+        else:
+            self._ready[record.order] = 1
+        self._catch_up()
+
+    def _catch_up(self) -> None:
+        while self._next < self._n and self._ready[self._next]:
+            self._assembly.add(self._log.record(session_key(self._next)))
+            self._ready[self._next] = 0
+            self._next += 1
+
+    def finish(self) -> SessionsReport:
+        """The report, once every index is assembled.
+
+        Raises:
+            HarnessError: an index has no record (a unit the executor never reported: a bug).
+        """
+        self._catch_up()
+        if self._next < self._n:
+            raise HarnessError(f"session {self._next} was never made (no record in {self._log.path})")
+        return self._assembly.report
 
 
 SpecVerify = Callable[..., Awaitable[list[dict[str, Any]]]]

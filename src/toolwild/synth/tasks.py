@@ -22,6 +22,7 @@ from toolwild.core.hidden_intent import check_subtypes, mentions, shown_text
 from toolwild.core.references import AMBIGUOUS_REFERENCE, Pointer, ambiguous_references, candidates, resolve, same_value
 from toolwild.core.schema import schema_errors
 from toolwild.core.session import Session
+from toolwild.core.state_change import expectation
 from toolwild.core.task import (
     Action,
     CoarseType,
@@ -366,6 +367,7 @@ async def build_task(
     """
     rng = state.rng
     i = state.position
+    before = state.episode.state()  # the previous task's end state (the session's start for the first)
     refs = _references(state, mode)
     if not refs:
         raise Dropped(f"nothing for a {mode} reference to point at")
@@ -421,7 +423,7 @@ async def build_task(
         type=task_type,
         subtype=_SUBTYPE[mode],
         gold=b.nodes,
-        expected_state=state.episode.state(),
+        **expectation(before, state.episode.state()),
     )
     problem = shape_problem(task)
     if problem:

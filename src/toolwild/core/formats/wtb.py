@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from toolwild.core.formats.openai_tools import from_openai_tool, to_openai_tool
 from toolwild.core.jsonl import LoadReport, load_records, validation_to_data_error
 from toolwild.core.session import Session, Suite
+from toolwild.core.state_change import change_problem
 from toolwild.core.task import Action, GoldNode, Task, TaskType, TurnSubtype
 from toolwild.errors import DataError
 
@@ -31,6 +32,8 @@ _KNOWN_KEYS = (
     "answer_list",
     "environment",
     "expected_states",
+    "expected_state_digests",
+    "expected_state_changes",
 )
 _NODE_KEYS = ("idx", "action", "observation", "dependency_list", "user_input")
 
@@ -190,16 +193,7 @@ def session_from_wtb(record: Any, *, index: int | None = None) -> Session:
         if not isinstance(environment, str):
             raise DataError("environment must be a string (an environment id)", field="environment")
         check_id(environment, field="environment")
-    states = record.get("expected_states")
-    if states is not None:
-        if (
-            not isinstance(states, list)
-            or len(states) != n
-            or not all(x is None or isinstance(x, dict) for x in states)
-        ):
-            raise DataError(f"expected one state object (or null) per task, {n} in all", field="expected_states")
-        for task, state in zip(tasks, states, strict=True):
-            task.expected_state = state
+    _read_expected(record, tasks)
     try:
         return Session(
             id=sid,
@@ -212,6 +206,45 @@ def session_from_wtb(record: Any, *, index: int | None = None) -> Session:
         )
     except ValidationError as exc:
         raise validation_to_data_error(exc) from None
+
+
+def _per_task(record: dict[str, Any], key: str, n: int, fits: Any, what: str) -> list[Any] | None:
+    """The list under ``key`` (one entry per task, each null or what ``fits`` accepts), or None when absent."""
+    values = record.get(key)
+    if values is None:
+        return None
+    if not isinstance(values, list) or len(values) != n or not all(x is None or fits(x) for x in values):
+        raise DataError(f"expected one {what} (or null) per task, {n} in all", field=key)
+    return values
+
+
+def _is_digest(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+def _read_expected(record: dict[str, Any], tasks: list[Task]) -> None:
+    """The tasks' expected states: whole states (``expected_states``, as files before issue #34 hold them) and the
+    digest-and-change form (``expected_state_digests``, ``expected_state_changes``) toolwild writes since."""
+    n = len(tasks)
+    states = _per_task(record, "expected_states", n, lambda x: isinstance(x, dict), "state object")
+    digests = _per_task(record, "expected_state_digests", n, _is_digest, "SHA-256 digest (64 hex digits)")
+    changes = _per_task(record, "expected_state_changes", n, lambda x: isinstance(x, dict), "change object")
+    if changes is not None:
+        for i, change in enumerate(changes):
+            if change is None:
+                continue
+            if digests is None or digests[i] is None:
+                raise DataError("a change without the digest it leads to", field=f"expected_state_changes[{i}]")
+            problem = change_problem(change)
+            if problem:
+                raise DataError(problem, field=f"expected_state_changes[{i}]")
+    for i, task in enumerate(tasks):
+        if states is not None:
+            task.expected_state = states[i]
+        if digests is not None:
+            task.expected_state_digest = digests[i]
+        if changes is not None:
+            task.expected_state_change = changes[i]
 
 
 def session_to_wtb(session: Session, *, published: bool = False) -> dict[str, Any]:
@@ -246,6 +279,10 @@ def session_to_wtb(session: Session, *, published: bool = False) -> dict[str, An
         out["environment"] = session.environment
     if any(t.expected_state is not None for t in session.tasks):
         out["expected_states"] = [t.expected_state for t in session.tasks]
+    if any(t.expected_state_digest is not None for t in session.tasks):
+        out["expected_state_digests"] = [t.expected_state_digest for t in session.tasks]
+    if any(t.expected_state_change is not None for t in session.tasks):
+        out["expected_state_changes"] = [t.expected_state_change for t in session.tasks]
     out.update(extra)
     return out
 

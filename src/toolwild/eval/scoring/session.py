@@ -9,7 +9,7 @@ from typing import Any
 from toolwild.core.formats.openai_tools import to_openai_tools_for_api
 from toolwild.core.session import Session, Suite
 from toolwild.core.tool import Effect
-from toolwild.core.trajectory import FailureKind, TaskTrajectory, Trajectory, TrajectoryStatus, state_digest
+from toolwild.core.trajectory import FailureKind, TaskTrajectory, Trajectory, TrajectoryStatus
 from toolwild.core.verdict import ErrorClass, ScoringMode, SessionVerdict, TaskVerdict
 from toolwild.errors import ScoringError
 from toolwild.eval.scoring.dag import GoldDag
@@ -146,8 +146,9 @@ def score_state(
 ) -> None:
     """State-based checks of a free-running task: expected state reached, writes not repeated."""
     task = session.tasks[index]
-    if record.state_digest is not None and task.expected_state is not None:
-        verdict.state_match = record.state_digest == state_digest(task.expected_state)
+    expected = task.expected_digest
+    if record.state_digest is not None and expected is not None:
+        verdict.state_match = record.state_digest == expected
     if record.writes is not None:
         writers = _write_tools(session, base_dir)
         gold_writes = sum(1 for n in task.gold if n.name in writers)

@@ -23,7 +23,7 @@ from typing import Any
 
 from beancount.core import data
 
-__all__ = ["ID_KEY", "Addresses", "Where", "assign_addresses", "content_address"]
+__all__ = ["ID_KEY", "Addresses", "Where", "assign_addresses", "content_address", "id_number", "id_of"]
 
 ID_KEY = "id"
 """The metadata key holding a transaction's id (``txn-0001``)."""
@@ -69,23 +69,64 @@ class Addresses:
     by_id: list[tuple[data.Transaction, str]] = field(default_factory=list, repr=False)
     """The transactions addressed by their id, with it (their content addresses are worked out when first asked
     for: a generated ledger, all ids, never pays for hashing)."""
-    _aliases: dict[str, str | None] = field(default_factory=dict, repr=False)
+    _contents: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    """Content address -> the ids of the transactions shown by their id that have it (worked out when first asked
+    for, then kept up to date by :meth:`changed`)."""
+    _aliases: dict[str, str] = field(default_factory=dict, repr=False)
 
     def aliases(self) -> dict[str, str]:
         """Content address -> id, for the transactions shown by their id (a content address two of them share
-        names neither)."""
-        if self.by_id and not self._aliases:
-            found: dict[str, str | None] = {}
+        names neither). Worked out once; the dict is shared: read it."""
+        if self.by_id and not self._contents:
             for txn, address in self.by_id:
-                content = content_address(txn)
-                found[content] = None if content in found else address
-            self._aliases.update(found)
-        return {k: v for k, v in self._aliases.items() if v is not None}
+                self._contents.setdefault(content_address(txn), []).append(address)
+        if self._contents and not self._aliases:
+            self._aliases.update({k: v[0] for k, v in self._contents.items() if len(v) == 1})
+        return self._aliases
+
+    def changed(
+        self,
+        primary: dict[Where, str],
+        gone: tuple[data.Transaction, str] | None,
+        new: tuple[data.Transaction, str] | None,
+    ) -> Addresses:
+        """These addresses after a write: ``primary`` as it now is, a transaction shown by its id taken out
+        and/or one put in (each with its id). What :meth:`aliases` worked out follows the change (one hash each),
+        instead of hashing every transaction again when a name is next looked up."""
+        by_id = self.by_id
+        if gone is not None:
+            by_id = [pair for pair in by_id if pair[0] is not gone[0]]
+        if new is not None:
+            by_id = [*by_id, new]
+        contents: dict[str, list[str]] = {}
+        if self._contents:
+            contents = dict(self._contents)
+            if gone is not None:
+                key = content_address(gone[0])
+                rest = [a for a in contents.get(key, []) if a != gone[1]]
+                if rest:
+                    contents[key] = rest
+                else:
+                    contents.pop(key, None)
+            if new is not None:
+                key = content_address(new[0])
+                contents[key] = [*contents.get(key, []), new[1]]
+        return Addresses(primary, self.repeated_ids, by_id, contents)
 
 
-def _id_of(txn: data.Transaction) -> str | None:
+def id_of(txn: data.Transaction) -> str | None:
+    """The transaction's ``id`` metadata when it is a non-empty string (what can address it), else None."""
     value = txn.meta.get(ID_KEY)
     return value if isinstance(value, str) and value else None
+
+
+def id_number(value: object) -> int | None:
+    """The number of an id the episode issues (``txn-0042`` -> 42), None for any other value: what matching
+    ``^txn-(\\d+)$`` gives, without the pattern (this runs once for every transaction of a ledger)."""
+    if not isinstance(value, str) or not value.startswith("txn-"):
+        return None
+    digits = value[4:-1] if value.endswith("\n") else value[4:]  # "$" also matches before a final line break
+    return int(digits) if digits.isdecimal() else None
 
 
 def assign_addresses(written: list[data.Transaction]) -> Addresses:
@@ -97,12 +138,12 @@ def assign_addresses(written: list[data.Transaction]) -> Addresses:
     Args:
         written: the transactions as parsed (not booked), each with ``filename`` and ``lineno`` metadata.
     """
-    id_counts = Counter(i for t in written if (i := _id_of(t)) is not None)
+    id_counts = Counter(i for t in written if (i := id_of(t)) is not None)
     taken = {i for i, n in id_counts.items() if n == 1}
     seen: Counter[str] = Counter()
     out = Addresses()
     for txn in written:
-        user_id = _id_of(txn)
+        user_id = id_of(txn)
         where = (str(txn.meta["filename"]), int(txn.meta["lineno"]))
         if user_id is not None and id_counts[user_id] == 1:
             out.primary[where] = user_id

@@ -25,12 +25,16 @@ quotes the offending text ("Invalid token: 'root:x:0:0:...'"), and a file that i
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import gc
 import glob
 import os
 import re
 import sys
+import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,30 +45,44 @@ from beancount.ops import validation
 from beancount.parser import booking, parser
 from beancount.utils import encryption
 
-from toolwild.envs.domains.ledger.address import ID_KEY, Addresses, Where, assign_addresses
+from toolwild.envs.domains.ledger.address import ID_KEY, Addresses, Where, assign_addresses, id_number
 from toolwild.envs.domains.ledger.files import (
     OUTSIDE_INCLUDES_ENV,
     LedgerError,
+    Stamp,
     is_inside,
     outside_includes_allowed,
     read_text,
+    split_lines,
+    stamp_of,
 )
 
 __all__ = [
     "ID_KEY",
+    "ID_NUMBERS_MEMO",
     "STRING_SOURCE",
+    "FileParse",
     "LedgerError",
     "LoadedLedger",
+    "ParsedTree",
     "Problem",
+    "gc_paused",
     "load_ledger",
     "load_ledger_file",
     "load_tree",
+    "loaded_from",
     "parse_tree",
 ]
+
+ID_NUMBERS_MEMO = "id_numbers"
+"""The key in a ledger's memo of the numbers of its ``txn-NNNN`` ids, ascending (a write keeps them up to date, so
+the next id never costs a pass over the ledger, even after the highest one is deleted)."""
 
 STRING_SOURCE = "<string>"
 """The file name beancount gives a ledger loaded from text."""
 
+_CONTENT_ADDRESS = re.compile(r"^\d{4}-\d{2}-\d{2}-[0-9a-f]{6}\Z", re.ASCII)
+"""What :func:`~toolwild.envs.domains.ledger.address.content_address` makes: ``DATE-HASH``."""
 _PLUGIN_IMPORT = re.compile(r'^Error importing "([^"]+)":(.*)$', re.DOTALL)
 _PLUGIN_FAILED = re.compile(r'^Error applying plugin "([^"]+)":(.*)$', re.DOTALL)
 _DUPLICATE_FILE = re.compile(r'^Duplicate filename parsed: "([^"]+)"$')
@@ -112,6 +130,15 @@ class LoadedLedger:
     """Accounts open in the ledger without an ``open`` directive in its files (a plugin such as ``auto_accounts``
     opened them)."""
     _by_id: dict[str, data.Transaction] = field(default_factory=dict, repr=False)
+    tree: ParsedTree | None = field(default=None, repr=False, compare=False)
+    """What parsing gave, file by file, before booking: a write parses again only what it changed (see
+    :mod:`~toolwild.envs.domains.ledger.revise`)."""
+    stamps: dict[str, Stamp | None] = field(default_factory=dict, repr=False, compare=False)
+    """Each file's stamp as it was read (or written): whether a file changed since costs a ``stat``."""
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """What is worked out from this ledger when first asked for (its transactions, its open accounts, its canonical
+    form, a file's lines ...) and kept: the ledger never changes, so neither does any of it. A write makes a new
+    ledger and may hand it what stays true (:mod:`~toolwild.envs.domains.ledger.revise`)."""
 
     @property
     def ok(self) -> bool:
@@ -120,14 +147,44 @@ class LoadedLedger:
 
     @property
     def transactions(self) -> list[data.Transaction]:
-        """The booked transactions, in the loader's (date) order; each one's ``id`` metadata is its address."""
-        return [e for e in self.entries if isinstance(e, data.Transaction)]
+        """The booked transactions, in the loader's (date) order; each one's ``id`` metadata is its address.
+
+        The list is worked out once per ledger and shared: read it, never change it."""
+        found = self.memo.get("transactions")
+        if found is None:
+            found = self.memo["transactions"] = [e for e in self.entries if isinstance(e, data.Transaction)]
+        return found
+
+    def lines(self, file: str) -> list[str]:
+        """One of the ledger's files as lines (line endings kept), split once per ledger and shared: read only."""
+        key = "lines:" + file
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = split_lines(self.files[file])
+        return found
+
+    def newline(self, file: str) -> str:
+        """The line ending most lines of one of the ledger's files use: what new lines in it must use (as
+        :func:`~toolwild.envs.domains.ledger.files.newline_of` says; from counts a write keeps up to date)."""
+        crlf, lf = self.line_endings(file)
+        return "\r\n" if crlf > lf - crlf else "\n"
+
+    def line_endings(self, file: str) -> tuple[int, int]:
+        """How many of the file's lines end in ``\\r\\n``, and in ``\\n`` (either way)."""
+        key = "newlines:" + file
+        found = self.memo.get(key)
+        if found is None:
+            text = self.files[file]
+            found = self.memo[key] = (text.count("\r\n"), text.count("\n"))
+        return found
 
     def resolve(self, key: str) -> str | None:
         """The address a tool argument names (an address, or a content address of a transaction with an id)."""
         key = key.strip()
         if key in self._by_id:
             return key
+        if not _CONTENT_ADDRESS.match(key):
+            return None  # only a content address can be an alias: no need to hash every transaction to say so
         alias = self.addresses.aliases().get(key)
         return alias if alias in self._by_id else None
 
@@ -144,6 +201,14 @@ class LoadedLedger:
         """Every ``id`` metadata value written in the ledger's files (ours and the user's)."""
         return [t.meta[ID_KEY] for t in self.written.values() if isinstance(t.meta.get(ID_KEY), str)]
 
+    def highest_id_number(self) -> int:
+        """The highest number of an id of the form ``txn-NNNN`` written in the ledger's files (0: none)."""
+        numbers = self.memo.get(ID_NUMBERS_MEMO)
+        if numbers is None:
+            found = (id_number(t.meta.get(ID_KEY)) for t in self.written.values())
+            numbers = self.memo[ID_NUMBERS_MEMO] = sorted(n for n in found if n is not None)
+        return numbers[-1] if numbers else 0
+
     def where(self, address: str) -> Where | None:
         """The file and line where the transaction with this address is written."""
         txn = self._by_id.get(address)
@@ -156,12 +221,15 @@ class LoadedLedger:
         return self.addresses.primary.get((file, line))
 
     def open_accounts(self) -> dict[str, data.Open]:
-        """Account name -> its ``open`` directive, for accounts not closed."""
-        opened = {e.account: e for e in self.entries if isinstance(e, data.Open)}
-        for e in self.entries:
-            if isinstance(e, data.Close):
-                opened.pop(e.account, None)
-        return opened
+        """Account name -> its ``open`` directive, for accounts not closed (a new dict each call, worked out once)."""
+        found = self.memo.get("open_accounts")
+        if found is None:
+            found = {e.account: e for e in self.entries if isinstance(e, data.Open)}
+            for e in self.entries:
+                if isinstance(e, data.Close):
+                    found.pop(e.account, None)
+            self.memo["open_accounts"] = found
+        return dict(found)
 
     @property
     def operating_currency(self) -> str:
@@ -176,18 +244,45 @@ class LoadedLedger:
 
 
 # ---------------------------------------------------------------------------------------------------- parsing
+@dataclass(frozen=True)
+class FileParse:
+    """What parsing one file gives: beancount's entries for it (sorted as its parser sorts them), errors and
+    options, and what its ``include``s lead to."""
+
+    text: str
+    entries: list[Any]
+    errors: list[Any]
+    options: dict[str, Any]
+    """The file's own options, as its parser left them (the ledger's options aggregate them)."""
+    includes: tuple[str, ...] = ()
+    """The files its ``include``s name, resolved and allowed, in the order they are read."""
+    problems: tuple[Problem, ...] = ()
+    """Its includes that could not be followed (a missing file, one outside the folder), before withholding."""
+
+
 @dataclass
 class ParsedTree:
     """What parsing a ledger's files gives, before booking."""
 
-    entries: list[Any]
     problems: list[Problem]
     options: dict[str, Any]
     files: dict[str, str]
-    errors: list[Any]
-    """beancount's own parse errors (booking and plugins take them as they come)."""
     root: str = ""
     """The ledger's folder, resolved: the main file's (the working directory for a text)."""
+    parses: dict[str, FileParse] = field(default_factory=dict)
+    """Each file's parse, in the order the files are read (the main file first)."""
+    stamps: dict[str, Stamp | None] = field(default_factory=dict)
+    """The stamp of each file read from disk, taken before it was read."""
+
+    @property
+    def entries(self) -> list[Any]:
+        """Every file's entries, file after file (beancount's order before its loader sorts them)."""
+        return [entry for parse in self.parses.values() for entry in parse.entries]
+
+    @property
+    def errors(self) -> list[Any]:
+        """beancount's own parse errors (booking and plugins take them as they come)."""
+        return [error for parse in self.parses.values() for error in parse.errors]
 
 
 def _line_of(text: str, directive: str, value: str) -> int | None:
@@ -235,6 +330,29 @@ def _withheld(problem: Problem, root: str, main: str) -> Problem:
     )
 
 
+def _parse_file(name: str, text: str, *, cwd: str, root: str, confined: bool) -> FileParse:
+    """Parse one file and resolve its includes (against its folder; a text's against ``cwd``)."""
+    parsed, parse_errors, file_options = parser.parse_string(text, report_filename=name)
+    here = cwd if name == STRING_SOURCE else os.path.dirname(name)
+    problems: list[Problem] = []
+    queued: list[str] = []
+    for pattern in file_options["include"]:
+        search = pattern if os.path.isabs(pattern) else os.path.join(here, pattern)
+        matched = sorted(glob.glob(search, recursive=True))
+        if not matched:
+            line = _line_of(text, "include", pattern)
+            problems.append(
+                Problem(f'include "{pattern}": no such file ({search})', file=name, line=line, kind="include")
+            )
+        found = [os.path.normpath(m if os.path.isabs(m) else os.path.join(here, m)) for m in matched]
+        outside = [f for f in found if confined and not is_inside(f, root)]
+        if outside:
+            line = _line_of(text, "include", pattern)
+            problems.append(_outside_problem(pattern, outside, root, file=name, line=line))
+        queued.extend(f for f in found if f not in outside)
+    return FileParse(text, parsed, parse_errors, file_options, tuple(queued), tuple(problems))
+
+
 def parse_tree(
     main: str,
     main_text: str | None,
@@ -242,6 +360,7 @@ def parse_tree(
     cwd: str,
     overrides: Mapping[str, str] | None = None,
     allow_outside_includes: bool | None = None,
+    reuse: Mapping[str, FileParse] | None = None,
 ) -> ParsedTree:
     """Parse a ledger's main file and everything it includes, recursively (no booking, no plugins).
 
@@ -253,21 +372,22 @@ def parse_tree(
         allow_outside_includes: follow includes that leave the ledger's folder (None: as
             :func:`~toolwild.envs.domains.ledger.files.outside_includes_allowed` says); otherwise each is a problem
             at its line and is not read.
+        reuse: parses already made of some files: one whose text is the file's text now is used as it is (a write
+            parses again only the file it changed).
 
     Raises:
         LedgerError: a file that cannot be read or is not UTF-8.
     """
     overrides = overrides or {}
+    reuse = reuse or {}
     root = os.path.realpath(cwd if main == STRING_SOURCE else os.path.dirname(main))
     confined = not outside_includes_allowed(allow_outside_includes)
     stack: list[tuple[str, str | None]] = [(main, main_text)]
     seen: set[str] = set()
     files: dict[str, str] = {}
-    entries: list[Any] = []
-    errors: list[Any] = []
+    parses: dict[str, FileParse] = {}
+    stamps: dict[str, Stamp | None] = {}
     problems: list[Problem] = []
-    options: dict[str, Any] | None = None
-    others: list[dict[str, Any]] = []
     while stack:
         name, text = stack.pop(0)
         if name != STRING_SOURCE:
@@ -279,37 +399,30 @@ def parse_tree(
                 problems.append(Problem("encrypted ledgers (.gpg, .asc) are not supported", file=name, kind="file"))
                 continue
             if text is None:
-                text = overrides[name] if name in overrides else read_text(Path(name))
+                if name in overrides:
+                    text = overrides[name]
+                else:
+                    stamps[name] = stamp_of(name)  # before reading: a change after it makes the stamp stale
+                    text = read_text(Path(name))
         assert text is not None
         files[name] = text
-        parsed, parse_errors, file_options = parser.parse_string(text, report_filename=name)
-        entries.extend(parsed)
-        errors.extend(parse_errors)
-        if options is None:
-            options = file_options
-        else:
-            others.append(file_options)
-        here = cwd if name == STRING_SOURCE else os.path.dirname(name)
-        for pattern in file_options["include"]:
-            search = pattern if os.path.isabs(pattern) else os.path.join(here, pattern)
-            matched = sorted(glob.glob(search, recursive=True))
-            if not matched:
-                line = _line_of(text, "include", pattern)
-                problems.append(
-                    Problem(f'include "{pattern}": no such file ({search})', file=name, line=line, kind="include")
-                )
-            found = [os.path.normpath(m if os.path.isabs(m) else os.path.join(here, m)) for m in matched]
-            outside = [f for f in found if confined and not is_inside(f, root)]
-            if outside:
-                line = _line_of(text, "include", pattern)
-                problems.append(_outside_problem(pattern, outside, root, file=name, line=line))
-            stack.extend((f, None) for f in found if f not in outside)
-    if options is None:  # pragma: no cover - the main source is always parsed
+        known = reuse.get(name)
+        parse = known if known is not None and known.text == text else None
+        if parse is None:
+            parse = _parse_file(name, text, cwd=cwd, root=root, confined=confined)
+        parses[name] = parse
+        problems.extend(parse.problems)
+        stack.extend((f, None) for f in parse.includes)
+    if not parses:  # pragma: no cover - the main source is always parsed
         raise LedgerError(f"{main}: nothing to parse")
+    first, *others = parses.values()
+    options = dict(first.options)
     options["include"] = sorted(seen)
-    options = loader.aggregate_options_map(options, others)
+    if others:  # beancount's aggregation updates the display context in place: the file's own stays as parsed
+        options["dcontext"] = copy.deepcopy(first.options["dcontext"])
+    options = loader.aggregate_options_map(options, [p.options for p in others])
     problems = [_withheld(p, root, main) for p in problems]
-    return ParsedTree(entries=entries, problems=problems, options=options, files=files, errors=errors, root=root)
+    return ParsedTree(problems=problems, options=options, files=files, root=root, parses=parses, stamps=stamps)
 
 
 # ---------------------------------------------------------------------------------------------------- errors
@@ -380,20 +493,51 @@ def _with_addresses(entries: list[Any], addresses: Addresses) -> tuple[list[Any]
     return out, by_id
 
 
-def _load(
-    main: str,
-    main_text: str | None,
-    *,
-    cwd: str,
-    overrides: Mapping[str, str] | None,
-    allow_outside_includes: bool | None,
-) -> LoadedLedger:
-    tree = parse_tree(main, main_text, cwd=cwd, overrides=overrides, allow_outside_includes=allow_outside_includes)
-    written_list = [e for e in tree.entries if isinstance(e, data.Transaction)]
-    written_open = {e.account for e in tree.entries if isinstance(e, data.Open)}
-    addresses = assign_addresses(written_list)
-    entries, errors = _book_and_check(tree)
-    entries, by_id = _with_addresses(entries, addresses)
+_GC_LOCK = threading.Lock()
+_gc_holders = 0
+_gc_restore = False
+_GC_COLLECT_AFTER = 100_000
+"""Containers made during a pause above which the pause ends with a full collection (a big ledger); below it the
+collector catches up on its own, at a cost in proportion."""
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cycle collector off while a ledger is parsed and booked (and, after a big one, one full collection).
+
+    Why: a load makes hundreds of thousands of containers that all live on (50,000 transactions: about 400,000),
+    and with the collector on, every few thousand of them it walks the older ones again; that walking is about a
+    seventh of a load. Paused, they are walked once: after a big load at once, so they land in the oldest
+    generation and the calls that follow do not pay for the walk; after a small one (a suite's 150 transactions)
+    by the collector in its own time, since a full collection would walk the whole process for little. Loads in
+    several threads share the pause: the collector comes back (if it was on) when the last of them ends.
+    """
+    global _gc_holders, _gc_restore
+    with _GC_LOCK:
+        if _gc_holders == 0:
+            _gc_restore = gc.isenabled()
+            gc.disable()
+        _gc_holders += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _gc_holders -= 1
+            restore = _gc_holders == 0 and _gc_restore
+            if restore:
+                gc.enable()
+        if restore and gc.get_count()[0] > _GC_COLLECT_AFTER:
+            gc.collect()
+
+
+def loaded_from(tree: ParsedTree, main: str) -> LoadedLedger:
+    """The ledger a parsed tree makes: booked, run through the plugins, validated, its transactions addressed."""
+    with gc_paused():
+        written_list = [e for e in tree.entries if isinstance(e, data.Transaction)]
+        written_open = {e.account for e in tree.entries if isinstance(e, data.Open)}
+        addresses = assign_addresses(written_list)
+        entries, errors = _book_and_check(tree)
+        entries, by_id = _with_addresses(entries, addresses)
     problems = [*tree.problems, *(_withheld(_problem(e, tree.files), tree.root, main) for e in errors)]
     opened = {e.account for e in entries if isinstance(e, data.Open)}
     root = os.path.dirname(main) if main != STRING_SOURCE else None
@@ -409,7 +553,22 @@ def _load(
         addresses=addresses,
         auto_opened=frozenset(opened - written_open),
         _by_id=by_id,
+        tree=tree,
+        stamps=dict(tree.stamps),
     )
+
+
+def _load(
+    main: str,
+    main_text: str | None,
+    *,
+    cwd: str,
+    overrides: Mapping[str, str] | None,
+    allow_outside_includes: bool | None,
+) -> LoadedLedger:
+    with gc_paused():
+        tree = parse_tree(main, main_text, cwd=cwd, overrides=overrides, allow_outside_includes=allow_outside_includes)
+        return loaded_from(tree, main)
 
 
 def load_ledger(text: str, *, allow_outside_includes: bool | None = None) -> LoadedLedger:

@@ -23,9 +23,58 @@ from beancount.core import data
 from beancount.parser import parser, printer
 from beancount.utils.misc_utils import escape_string
 
+from toolwild.envs.domains.ledger.files import split_lines
 from toolwild.envs.domains.ledger.money import format_number
 
-__all__ = ["RawTransaction", "append_block", "raw_at", "remove_block", "render", "replace_block", "rewrite"]
+__all__ = [
+    "RawTransaction",
+    "Splice",
+    "appending",
+    "raw_at",
+    "removing",
+    "render",
+    "replacing",
+    "rewriting",
+]
+
+
+@dataclass(frozen=True)
+class Splice:
+    """A change to one file's text: its lines ``[start, end)`` (0-based) replaced by ``lines``.
+
+    Every write is one: a new transaction appended, one transaction's lines changed or removed. Saying which lines
+    changed, instead of handing over a new text, lets the write be checked by parsing those lines alone (see
+    :mod:`~toolwild.envs.domains.ledger.revise`)."""
+
+    file: str
+    start: int
+    end: int
+    lines: tuple[str, ...]
+    replaces: data.Transaction | None = None
+    """The transaction (as parsed from the file) whose lines the change rewrites or removes; None for lines
+    added."""
+
+    def apply(self, old: list[str]) -> list[str]:
+        """The file's new lines, given its old ones."""
+        new = old.copy()
+        new[self.start : self.end] = self.lines
+        return new
+
+    @property
+    def delta(self) -> int:
+        """How many lines the change adds (negative: removes); the lines after it move by as many."""
+        return len(self.lines) - (self.end - self.start)
+
+
+def _splice(
+    file: str, old: list[str], start: int, end: int, new: list[str], *, replaces: data.Transaction | None = None
+) -> Splice:
+    """The smallest splice that turns ``old[start:end]`` into ``new``: lines both begin or end with are kept out."""
+    while start < end and new and old[start] == new[0]:
+        start, new = start + 1, new[1:]
+    while start < end and new and old[end - 1] == new[-1]:
+        end, new = end - 1, new[:-1]
+    return Splice(file, start, end, tuple(new), replaces)
 
 
 @dataclass(frozen=True)
@@ -38,10 +87,9 @@ class RawTransaction:
     """One past the last line of the transaction."""
 
 
-def raw_at(text: str, entry: data.Transaction) -> RawTransaction:
-    """The span of ``text`` that holds ``entry`` (parsed from that text): its header, metadata, postings, and the
-    indented metadata and comment lines that follow its last posting."""
-    lines = text.splitlines(keepends=True)
+def raw_at(lines: list[str], entry: data.Transaction) -> RawTransaction:
+    """The span of a file's ``lines`` that holds ``entry`` (parsed from that file): its header, metadata, postings,
+    and the indented metadata and comment lines that follow its last posting."""
     start = int(entry.meta["lineno"]) - 1
     last = max([start, *(int(p.meta["lineno"]) - 1 for p in entry.postings if p.meta and "lineno" in p.meta)])
     end = last + 1
@@ -55,17 +103,15 @@ def render(entry: data.Transaction, newline: str = "\n") -> str:
     return (printer.format_entry(entry).rstrip("\n") + "\n").replace("\n", newline)
 
 
-def replace_block(text: str, raw: RawTransaction, block: str) -> str:
-    """``text`` with the lines of ``raw`` replaced by ``block``."""
-    lines = text.splitlines(keepends=True)
+def replacing(file: str, lines: list[str], raw: RawTransaction, block: str) -> Splice:
+    """The lines of ``raw`` replaced by ``block``."""
     if raw.end == len(lines) and not block.endswith("\n"):
         block += "\n"
-    return "".join([*lines[: raw.start], block, *lines[raw.end :]])
+    return _splice(file, lines, raw.start, raw.end, split_lines(block), replaces=raw.entry)
 
 
-def remove_block(text: str, raw: RawTransaction) -> str:
-    """``text`` without the lines of ``raw`` (and without the blank line that separated it from the next entry)."""
-    lines = text.splitlines(keepends=True)
+def removing(file: str, lines: list[str], raw: RawTransaction) -> Splice:
+    """The lines of ``raw`` removed (and the blank line that separated it from the next entry)."""
     end = raw.end
     before_blank = raw.start == 0 or not lines[raw.start - 1].strip()
     start = raw.start
@@ -74,17 +120,23 @@ def remove_block(text: str, raw: RawTransaction) -> str:
     elif all(not line.strip() for line in lines[end:]):
         while start > 0 and not lines[start - 1].strip():  # the last entry: drop the blank lines before it
             start -= 1
-    return "".join([*lines[:start], *lines[end:]])
+    return Splice(file, start, end, (), raw.entry)
 
 
-def append_block(text: str, block: str, newline: str = "\n") -> tuple[str, int]:
-    """``text`` with ``block`` added at the end, separated by one blank line; and the 1-based line it starts on."""
-    if not text:
-        return block, 1
-    body = text if text.endswith("\n") else text + newline
+def appending(file: str, lines: list[str], block: str, newline: str = "\n") -> tuple[Splice, int]:
+    """``block`` added at the end, separated by one blank line; and the 1-based line it starts on.
+
+    Only the last two lines can change (a line break added to the last one, a blank line after it), so only they
+    are looked at: the file's size does not matter."""
+    if not lines:
+        return _splice(file, lines, 0, 0, split_lines(block)), 1
+    keep = max(len(lines) - 2, 0)
+    tail = "".join(lines[keep:])
+    body = tail if tail.endswith("\n") else tail + newline
     if not body.endswith(("\n\n", "\n\r\n")):
         body += newline
-    return body + block, body.count("\n") + 1
+    line = keep + body.count("\n") + 1
+    return _splice(file, lines, keep, len(lines), split_lines(body + block)), line
 
 
 # ---------------------------------------------------------------------------------------------------- in place
@@ -171,28 +223,30 @@ def _essence(entry: data.Transaction) -> tuple[Any, ...]:
     return (entry.date, entry.flag, entry.payee or "", entry.narration, entry.tags, entry.links, meta, postings)
 
 
-def _patch(text: str, raw: RawTransaction, new: data.Transaction) -> str | None:
+def _patch(lines: list[str], raw: RawTransaction, new: data.Transaction) -> list[str] | None:
+    """The new lines of ``raw``'s span with only the changed tokens rewritten, or None when the change is not one
+    the surgery knows (then the transaction is re-rendered)."""
     old = raw.entry
     same = (old.flag, old.narration, old.tags, old.links, len(old.postings))
     if same != (new.flag, new.narration, new.tags, new.links, len(new.postings)):
         return None
-    lines = text.splitlines(keepends=True)
+    span = lines[raw.start : raw.end]
     if old.date != new.date or (old.payee or "") != (new.payee or ""):
         date = new.date if old.date != new.date else None
         payee = new.payee or "" if (old.payee or "") != (new.payee or "") else None
-        header = _patch_header(lines[raw.start], date, payee)
+        header = _patch_header(span[0], date, payee)
         if header is None:
             return None
-        lines[raw.start] = header
+        span[0] = header
     for before, after in zip(old.postings, new.postings, strict=True):
         if before == after:
             continue
         if (before.cost, before.price, before.flag) != (after.cost, after.price, after.flag) or not before.meta:
             return None
-        index = int(before.meta["lineno"]) - 1
-        line: str | None = lines[index]
+        index = int(before.meta["lineno"]) - 1 - raw.start
+        line: str | None = span[index]
         if before.account != after.account:
-            line = _patch_account(lines[index], before.account, after.account)
+            line = _patch_account(span[index], before.account, after.account)
         if line is not None and before.units != after.units:
             units = after.units
             if not isinstance(units.number, Decimal) or units.currency != getattr(before.units, "currency", None):
@@ -200,31 +254,30 @@ def _patch(text: str, raw: RawTransaction, new: data.Transaction) -> str | None:
             line = _patch_number(line, after.account, units.currency, units.number)
         if line is None:
             return None
-        lines[index] = line
-    return "".join(lines)
+        span[index] = line
+    return span
 
 
-def _reads_back(old_text: str, new_text: str, raw: RawTransaction, new: data.Transaction) -> bool:
-    """True when ``new_text`` (``old_text`` with lines of ``raw``'s span edited in place) reads back as ``new``.
+def _reads_back(lines: list[str], span: list[str], raw: RawTransaction, new: data.Transaction) -> bool:
+    """True when the file with ``raw``'s span replaced by ``span`` (edited in place) reads back as ``new``.
 
     Only the span's lines differ, so parsing the span alone decides; when that is not conclusive (the span does
     not parse on its own, e.g. under renamed root accounts), both files are parsed and compared."""
-    span = "".join(new_text.splitlines(keepends=True)[raw.start : raw.end])
-    alone, errors, _ = parser.parse_string(span)
+    alone, errors, _ = parser.parse_string("".join(span))
     if not errors and len(alone) == 1 and isinstance(alone[0], data.Transaction):
         return _essence(alone[0]) == _essence(new)
-    before, _, _ = parser.parse_string(old_text)
-    after, errors, _ = parser.parse_string(new_text)
+    before, _, _ = parser.parse_string("".join(lines))
+    after, errors, _ = parser.parse_string("".join([*lines[: raw.start], *span, *lines[raw.end :]]))
     if errors or len(after) != len(before):
         return False
     found = [e for e in after if isinstance(e, data.Transaction) and e.meta.get("lineno") == raw.start + 1]
     return len(found) == 1 and _essence(found[0]) == _essence(new)
 
 
-def rewrite(text: str, raw: RawTransaction, new: data.Transaction, newline: str = "\n") -> str:
-    """``text`` with the transaction ``raw`` changed into ``new``: in place when only its date, payee, posting
-    accounts or posting numbers change (every other byte kept), else re-rendered by beancount's printer."""
-    patched = _patch(text, raw, new)
-    if patched is not None and _reads_back(text, patched, raw, new):
-        return patched
-    return replace_block(text, raw, render(new, newline))
+def rewriting(file: str, lines: list[str], raw: RawTransaction, new: data.Transaction, newline: str = "\n") -> Splice:
+    """The transaction ``raw`` changed into ``new``: in place when only its date, payee, posting accounts or posting
+    numbers change (every other byte kept), else re-rendered by beancount's printer."""
+    span = _patch(lines, raw, new)
+    if span is not None and _reads_back(lines, span, raw, new):
+        return _splice(file, lines, raw.start, raw.end, span, replaces=raw.entry)
+    return replacing(file, lines, raw, render(new, newline))

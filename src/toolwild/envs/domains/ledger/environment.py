@@ -27,7 +27,9 @@ def ledger_environment(
 
     With ``ledger`` (a user's Beancount file), every reset starts from that ledger as it is at that moment (the seed
     is ignored): on a copy of it and its includes, or on the files themselves with ``write_through``. The ledger is
-    checked once here, so a file that does not load fails before any episode starts.
+    checked once here, so a file that does not load fails before any episode starts, and that check's load is
+    the first episode's (when no file changed in between): ``env call``, a shell or an MCP session loads a big
+    ledger once, not twice. Every later episode loads it once.
 
     Args:
         seed: an offset added to every reset seed (generated ledgers only).
@@ -46,9 +48,15 @@ def ledger_environment(
         return PythonEnvironment("ledger", LedgerEpisode, factory=lambda s: LedgerEpisode(seed=seed + s))
     path = Path(ledger).expanduser()
     outside = outside_includes_allowed(allow_outside_includes)
-    load_ledger_file(path, allow_outside_includes=outside)
-    return PythonEnvironment(
-        "ledger",
-        LedgerEpisode,
-        factory=lambda _s: LedgerEpisode(ledger_path=path, write_through=write_through, allow_outside_includes=outside),
-    )
+    checked = [load_ledger_file(path, allow_outside_includes=outside)]
+
+    def episode(_seed: int) -> LedgerEpisode:
+        try:
+            first = checked.pop()  # the check's load goes to one episode only: it takes it over
+        except IndexError:
+            first = None
+        return LedgerEpisode(
+            ledger_path=path, write_through=write_through, allow_outside_includes=outside, loaded=first
+        )
+
+    return PythonEnvironment("ledger", LedgerEpisode, factory=episode)

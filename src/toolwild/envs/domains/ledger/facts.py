@@ -20,16 +20,28 @@ PAYMENT_ROOTS = ("Assets", "Liabilities")
 
 def payment_account_uses(loaded: LoadedLedger) -> Counter[str]:
     """How often each open Assets or Liabilities account pays for an expense in a simple purchase: a transaction
-    of two postings, one a positive ``Expenses`` posting, the other a negative posting of that account."""
+    of two postings, one a positive ``Expenses`` posting, the other a negative posting of that account.
+
+    It runs for every transaction when an episode on a user's ledger starts, so it is written out flat: one pass
+    over each transaction's two postings (a posting's root is its first component, what ``account.root(1, ...)``
+    gives)."""
     opened = loaded.open_accounts()
     uses: Counter[str] = Counter()
     for txn in loaded.transactions:
-        if len(txn.postings) != 2:
+        postings = txn.postings
+        if len(postings) != 2:
             continue
-        expense = [p for p in txn.postings if bc_account.root(1, p.account) == "Expenses" and _sign(p) > 0]
-        funding = [p for p in txn.postings if bc_account.root(1, p.account) in PAYMENT_ROOTS and _sign(p) < 0]
-        if len(expense) == 1 and len(funding) == 1 and funding[0].account in opened:
-            uses[funding[0].account] += 1
+        expenses = 0
+        funding = []
+        for posting in postings:
+            sign = _sign(posting)
+            root = posting.account.partition(":")[0]
+            if sign > 0 and root == "Expenses":
+                expenses += 1
+            elif sign < 0 and root in PAYMENT_ROOTS:
+                funding.append(posting.account)
+        if expenses == 1 and len(funding) == 1 and funding[0] in opened:
+            uses[funding[0]] += 1
     return uses
 
 

@@ -26,14 +26,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from toolwild.envs.base import ToolErrorKind
-from toolwild.envs.domains.ledger.book import LoadedLedger, load_tree, parse_tree
+from toolwild.envs.domains.ledger.address import Addresses
+from toolwild.envs.domains.ledger.book import FileParse, LoadedLedger, ParsedTree, load_tree, parse_tree
+from toolwild.envs.domains.ledger.edit import Splice
 from toolwild.envs.domains.ledger.files import (
     LedgerError,
+    Stamp,
     atomic_write,
     folder_lock,
     outside_includes_allowed,
     read_text,
+    stamp_of,
 )
+from toolwild.envs.domains.ledger.revise import revise
 from toolwild.envs.toolkit import ToolFailure
 
 __all__ = ["LedgerStore", "copy_ledger_tree"]
@@ -57,9 +62,12 @@ def _retarget(text: str, original: str) -> str:
         path = match.group(2)
         return match.group(1) + (path if os.path.isabs(path) else os.path.join(here, path)) + match.group(3)
 
-    text = _ABSOLUTE_INCLUDE.sub(relative, text)
-    text = _DOCUMENTS_OPTION.sub(absolute, text)
-    return _DOCUMENT.sub(absolute, text)
+    if "include" in text:  # a plain search first: a big ledger holds none of these, and the patterns are slower
+        text = _ABSOLUTE_INCLUDE.sub(relative, text)
+    if "document" in text:
+        text = _DOCUMENTS_OPTION.sub(absolute, text)
+        text = _DOCUMENT.sub(absolute, text)
+    return text
 
 
 def copy_ledger_tree(path: Path, dest_dir: Path, *, allow_outside_includes: bool | None = None) -> Path:
@@ -127,22 +135,56 @@ class LedgerStore:
         return cls(main, private_dir=folder, allow_outside_includes=allow_outside_includes)
 
     @classmethod
-    def copy_of(cls, ledger: Path, *, allow_outside_includes: bool | None = None) -> LedgerStore:
+    def copy_of(
+        cls, ledger: Path, *, allow_outside_includes: bool | None = None, loaded: LoadedLedger | None = None
+    ) -> LedgerStore:
         """A private folder holding a copy of the user's ledger and its includes (outside its folder only with
-        ``allow_outside_includes``)."""
+        ``allow_outside_includes``), with the copy already loaded (:meth:`start` hands it out).
+
+        The user's ledger is loaded once, and the copy is written from the texts that load read and made the
+        copy's load by renaming its files (nothing is parsed again). ``loaded``, a load of the same ledger under
+        the same include rule (the environment's start-up check), is used instead of loading when none of its files
+        changed since; the store takes it over (its entries are renamed in place), so it must not be used after.
+        """
         allowed = outside_includes_allowed(allow_outside_includes)
+        main = os.path.normpath(os.path.abspath(os.path.expanduser(ledger)))
+        if not os.path.isfile(main):
+            raise LedgerError(f"ledger {ledger}: no such file")
+        original = loaded if loaded is not None and loaded.main == main and _fresh(loaded) else None
+        if original is None:
+            original = load_tree(Path(main), allow_outside_includes=allowed)
+        tree = original.tree
+        if tree is None or tree.problems:
+            root = os.path.dirname(main)
+            problems = tree.problems if tree is not None else original.problems
+            raise LedgerError(
+                f"ledger {ledger} cannot be copied: " + "; ".join(p.describe(root=root) for p in problems[:5])
+            )
         folder = Path(tempfile.mkdtemp(prefix="toolwild-ledger-"))
         try:
-            main = copy_ledger_tree(ledger, folder, allow_outside_includes=allowed)
+            names, stamps, same = _write_copy(original.files, main, folder)
+            store = cls(Path(names[main]), private_dir=folder, allow_outside_includes=allowed)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
-        return cls(main, private_dir=folder, allow_outside_includes=allowed)
+        if same and original.ok and not original.options.get("pythonpath"):
+            store.prime(_renamed(original, names, stamps))
+        return store
 
     def load_fresh(self) -> LoadedLedger:
         """The ledger as its files are now, loaded afresh under this store's include rule (an unreadable file
         raises :class:`LedgerError`; problems are in the result's ``errors``)."""
         return load_tree(self.main, allow_outside_includes=self.allow_outside_includes)
+
+    def start(self, loaded: LoadedLedger | None = None) -> LoadedLedger:
+        """The ledger an episode starts from: the copy's load made with it, else ``loaded`` (a load of these very
+        files, e.g. the start-up check's) if no file changed since, else a fresh load."""
+        if self._cache is not None:
+            return self._cache
+        if loaded is not None and loaded.main == str(self.main) and _fresh(loaded):
+            self._cache = loaded
+            return loaded
+        return self.load_fresh()
 
     # ------------------------------------------------------------------ life cycle
     def close(self) -> None:
@@ -174,10 +216,11 @@ class LedgerStore:
             raise ToolFailure(ToolErrorKind.PRECONDITION_FAILED, str(exc)) from None
 
     def load(self) -> LoadedLedger:
-        """The ledger as its files are now (the last load is reused while no file's text has changed)."""
+        """The ledger as its files are now: the last load while no file's stamp has changed (one ``stat`` per file,
+        never a read), else a fresh load."""
         self._check_open()
         cached = self._cache
-        if cached is not None and all(os.path.exists(n) and self._read(n) == t for n, t in cached.files.items()):
+        if cached is not None and _fresh(cached):
             return cached
         try:
             self._cache = self.load_fresh()
@@ -197,29 +240,133 @@ class LedgerStore:
         with folder_lock(self.main.parent):
             yield self.load()
 
-    def commit(self, file: str, old_text: str, new_text: str) -> LoadedLedger:
-        """Replace ``file`` (one of the ledger's files, whose text was ``old_text``) by ``new_text`` if the whole
-        ledger then loads cleanly; call inside :meth:`writing`.
+    def commit(self, ledger: LoadedLedger, splice: Splice) -> LoadedLedger:
+        """Make ``splice`` (a change to one of the files of ``ledger``, the ledger :meth:`writing` yielded) if the
+        whole ledger then loads cleanly; call inside :meth:`writing`.
+
+        The new ledger is checked as a full load would check it, most often without loading it again (see
+        :mod:`~toolwild.envs.domains.ledger.revise`). Before the file is replaced, it must still be what the
+        change was made on: for the user's own files (write-through) its text is read and compared; for the
+        episode's private copy its stamp is compared (and its text only if the stamp changed).
 
         Raises:
             ToolFailure: ``rejected`` with beancount's messages (nothing written), or ``precondition_failed`` when
                 the file changed on disk while the write was prepared (nothing written).
         """
-        candidate = load_tree(self.main, overrides={file: new_text}, allow_outside_includes=self.allow_outside_includes)
+        candidate = revise(ledger, splice, allow_outside_includes=self.allow_outside_includes)
         if not candidate.ok:
             problems = "; ".join(candidate.errors)
             raise ToolFailure(ToolErrorKind.REJECTED, f"beancount rejected the change; nothing was written: {problems}")
-        if self._read(file) != old_text:
+        file = splice.file
+        if not self._unchanged(ledger, file):
             raise ToolFailure(
                 ToolErrorKind.PRECONDITION_FAILED,
                 f"{os.path.basename(file)} changed on disk while this write was prepared; nothing was written, "
                 "try again",
             )
         try:
-            atomic_write(Path(file), new_text, durable=self.write_through)
+            stamp = atomic_write(Path(file), candidate.files[file], durable=self.write_through)
         except OSError as exc:
             raise ToolFailure(
                 ToolErrorKind.REJECTED, f"could not write {file}: {exc.strerror or exc}; nothing was written"
             ) from None
+        candidate.stamps[file] = stamp
         self._cache = candidate
         return candidate
+
+    def _unchanged(self, ledger: LoadedLedger, file: str) -> bool:
+        """Whether ``file`` is still the text ``ledger`` holds for it."""
+        if not self.write_through:
+            stamp = ledger.stamps.get(file)
+            if stamp is not None and stamp_of(file) == stamp:
+                return True
+        return self._read(file) == ledger.files[file]
+
+
+def _fresh(loaded: LoadedLedger) -> bool:
+    """Whether every file of ``loaded`` still has the stamp it had when read (or written)."""
+    stamps = loaded.stamps
+    return all((stamp := stamps.get(name)) is not None and stamp_of(name) == stamp for name in loaded.files)
+
+
+def _write_copy(files: dict[str, str], main: str, folder: Path) -> tuple[dict[str, str], dict[str, Stamp], bool]:
+    """Write a ledger's files (the texts it was loaded from) into ``folder`` in their relative layout, with the
+    paths that must keep pointing where they pointed rewritten (:func:`_retarget`); the copy's path and stamp of
+    each file, and whether every copy is byte for byte the original."""
+    root = os.path.commonpath([os.path.dirname(name) for name in files])
+    names: dict[str, str] = {}
+    stamps: dict[str, Stamp] = {}
+    same = True
+    for name, text in files.items():
+        target = folder / os.path.relpath(name, root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        copied = _retarget(text, name)
+        same = same and copied == text
+        with open(target, "wb") as fh:
+            fh.write(copied.encode("utf-8"))
+            fh.flush()  # the stamp is the file's with every byte in it
+            st = os.fstat(fh.fileno())
+        names[name] = os.path.normpath(str(target))
+        stamps[names[name]] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return names, stamps, same
+
+
+def _renamed(loaded: LoadedLedger, names: dict[str, str], stamps: dict[str, Stamp]) -> LoadedLedger:
+    """``loaded`` as the load of its copy: every file name in it (entries' and postings' metadata, keys, options)
+    replaced by the copy's, which is all a load of the copy would do differently when the copied texts are the
+    originals. The metadata is renamed in place: ``loaded`` is taken over and must not be used after.
+
+    Why: loading the copy again would cost as much as the first load (seconds for a big ledger)."""
+    tree = loaded.tree
+    assert tree is not None
+
+    for entries in (tree.entries, loaded.entries):
+        for entry in entries:
+            meta = entry.meta
+            if meta and (name := meta.get("filename")) in names:
+                meta["filename"] = names[name]
+            for posting in getattr(entry, "postings", None) or ():
+                meta = posting.meta
+                if meta and (name := meta.get("filename")) in names:
+                    meta["filename"] = names[name]
+
+    def options_of(options: dict[str, object]) -> dict[str, object]:
+        out = dict(options)
+        if isinstance(out.get("filename"), str):
+            out["filename"] = names.get(str(out["filename"]), out["filename"])
+        return out
+
+    main = names[loaded.main]
+    options = options_of(tree.options)
+    options["include"] = sorted(names.get(n, n) for n in tree.options.get("include") or [])
+    parses = {
+        names[name]: FileParse(
+            parse.text,
+            parse.entries,
+            parse.errors,
+            options_of(parse.options),
+            tuple(names.get(n, n) for n in parse.includes),
+            parse.problems,
+        )
+        for name, parse in tree.parses.items()
+    }
+    files = {names[name]: text for name, text in loaded.files.items()}
+    renamed_tree = ParsedTree([], options, files, os.path.realpath(os.path.dirname(main)), parses, dict(stamps))
+    old = loaded.addresses
+    primary = {(names.get(f, f), line): a for (f, line), a in old.primary.items()}
+    addresses = Addresses(primary, old.repeated_ids, old.by_id, old._contents)
+    return LoadedLedger(
+        text=loaded.text,
+        entries=loaded.entries,
+        errors=[],
+        options=dict(options),
+        main=main,
+        files=files,
+        problems=[],
+        written={(names.get(f, f), line): t for (f, line), t in loaded.written.items()},
+        addresses=addresses,
+        auto_opened=loaded.auto_opened,
+        _by_id=loaded._by_id,
+        tree=renamed_tree,
+        stamps=dict(stamps),
+    )

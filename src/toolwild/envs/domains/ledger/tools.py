@@ -29,10 +29,15 @@ from beancount.core import data, inventory
 from toolwild.core.tool import Effect
 from toolwild.envs.base import ToolErrorKind
 from toolwild.envs.domains.ledger.book import ID_KEY, LedgerError, LoadedLedger
-from toolwild.envs.domains.ledger.canonical import canonical_transaction, canonical_transactions, format_number
-from toolwild.envs.domains.ledger.edit import append_block, raw_at, remove_block, render, rewrite
+from toolwild.envs.domains.ledger.canonical import (
+    canonical_state,
+    canonical_transaction,
+    canonical_transactions,
+    format_number,
+)
+from toolwild.envs.domains.ledger.edit import appending, raw_at, removing, render, rewriting
 from toolwild.envs.domains.ledger.facts import default_payment_account
-from toolwild.envs.domains.ledger.files import newline_of
+from toolwild.envs.domains.ledger.index import balance, between, postings
 from toolwild.envs.domains.ledger.query import QueryError, run_bql
 from toolwild.envs.domains.ledger.seed import CHECKING, generate_ledger, ledger_today
 from toolwild.envs.domains.ledger.store import LedgerStore
@@ -46,7 +51,6 @@ MAX_FOUND = 100
 _CENT = Decimal("0.01")
 _MAX_AMOUNT = Decimal("1e15")
 """Amounts at or above this are refused: no household books a quadrillion, and Decimal cannot round huge ones."""
-_ID_NUMBER = re.compile(r"^txn-(\d+)$")
 _CURRENCY = re.compile(r"^[A-Z][A-Z0-9'._-]{0,22}[A-Z0-9]$|^[A-Z]$")
 _TAG = re.compile(r"^[A-Za-z0-9_/.-]+$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -148,6 +152,9 @@ class LedgerEpisode(Toolkit):
             Tools never use it; it anchors relative dates in suite text.
         allow_outside_includes: the ledger may include files outside its folder (None:
             ``TOOLWILD_ALLOW_OUTSIDE_INCLUDES`` decides); otherwise such an include is refused and never read.
+        loaded: with ``ledger_path``, a load of that ledger under the same include rule already made (the
+            environment's start-up check): the episode starts from it instead of loading again if none of its
+            files changed since, and takes it over (it must not be used after).
 
     Raises:
         LedgerError: (a ``ConfigError`` and a ``ValueError``) the starting ledger does not load cleanly, naming the
@@ -163,6 +170,7 @@ class LedgerEpisode(Toolkit):
         write_through: bool = False,
         today: dt.date | None = None,
         allow_outside_includes: bool | None = None,
+        loaded: LoadedLedger | None = None,
     ) -> None:
         if ledger_text is not None and ledger_path is not None:
             raise LedgerError("give ledger_text or ledger_path, not both")
@@ -173,12 +181,13 @@ class LedgerEpisode(Toolkit):
             store = (
                 LedgerStore(path, private_dir=None, allow_outside_includes=allow_outside_includes)
                 if write_through
-                else LedgerStore.copy_of(path, allow_outside_includes=allow_outside_includes)
+                else LedgerStore.copy_of(path, allow_outside_includes=allow_outside_includes, loaded=loaded)
             )
         else:
             store = LedgerStore.from_text(generate_ledger(seed) if ledger_text is None else ledger_text)
+            loaded = None
         try:
-            loaded = store.load_fresh()
+            loaded = store.start(loaded if write_through else None)
             if not loaded.ok:
                 shown = "; ".join(loaded.errors[:5])
                 what = "the starting ledger" if ledger_path is None else f"ledger {ledger_path}"
@@ -187,19 +196,18 @@ class LedgerEpisode(Toolkit):
             store.close()
             raise
         store.prime(loaded)
+        generated = ledger_text is None and ledger_path is None
         if today is None:
-            dates = [t.date for t in loaded.transactions]
-            generated = ledger_text is None and ledger_path is None
-            today = ledger_today(seed) if generated else (max(dates) if dates else dt.date.today())
+            last = loaded.transactions[-1].date if loaded.transactions and not generated else None
+            today = ledger_today(seed) if generated else (last or dt.date.today())
         self.seed = seed
         self.today = today
         self.write_through = write_through
         self.writes: list[dict[str, Any]] = []
         """Every successful write call, in order (``tool``, ``arguments``, ``id``, ``changed``)."""
-        self.default_payment_account: str | None = (
-            CHECKING if ledger_text is None and ledger_path is None else default_payment_account(loaded)
-        )
-        """The account ``add_transaction`` pays from when none is named (None: the ledger has no clear one)."""
+        self._default_payment: str | None = CHECKING if generated else None
+        self._start: LoadedLedger | None = None if generated else loaded
+        """The starting ledger, kept until its default payment account is worked out."""
         self._issue_ids = all(isinstance(t.meta.get(ID_KEY), str) for t in loaded.written.values())
         """New transactions get an ``id: "txn-NNNN"`` only in a ledger whose transactions all carry ids (the
         generated ones); elsewhere they are addressed by content like the user's own."""
@@ -208,6 +216,16 @@ class LedgerEpisode(Toolkit):
         self._store = store
         self.path = store.main
         """The main ledger file the episode reads and writes."""
+
+    @property
+    def default_payment_account(self) -> str | None:
+        """The account ``add_transaction`` pays from when none is named (None: the ledger has no clear one): the
+        starting ledger's. Worked out when first asked for, so an episode that only reads never walks every
+        transaction for it."""
+        if self._start is not None:
+            self._default_payment = default_payment_account(self._start)
+            self._start = None
+        return self._default_payment
 
     # ------------------------------------------------------------------ state
     def close(self) -> None:
@@ -228,8 +246,11 @@ class LedgerEpisode(Toolkit):
         return self._store.load()
 
     def state(self) -> dict[str, Any]:
-        """``{"ledger": [...]}``: the transactions in canonical form (layout-independent)."""
-        return {"ledger": canonical_transactions(self.ledger().transactions)}
+        """``{"ledger": [...]}``: the transactions in canonical form (layout-independent).
+
+        Worked out once per loaded ledger and kept across writes (a write changes one transaction of it), so the
+        state after every task costs a list copy. The list is new on each call; its dicts are shared: read them."""
+        return {"ledger": list(canonical_state(self.ledger()))}
 
     # ------------------------------------------------------------------ write machinery
     def _record(self, tool_name: str, arguments: dict[str, Any], txn_id: str, *, changed: bool) -> None:
@@ -253,8 +274,7 @@ class LedgerEpisode(Toolkit):
 
     def _next_id(self, ledger: LoadedLedger) -> str:
         """One past the highest id ever seen in this episode, so a deleted id is never handed out again."""
-        numbers = [int(m.group(1)) for tid in ledger.written_ids() if (m := _ID_NUMBER.match(tid))]
-        self._high_water = max([self._high_water, *numbers])
+        self._high_water = max(self._high_water, ledger.highest_id_number())
         return f"txn-{self._high_water + 1:04d}"
 
     @staticmethod
@@ -288,12 +308,12 @@ class LedgerEpisode(Toolkit):
             if where is None or booked is None or where not in ledger.written:  # pragma: no cover - addressed
                 raise ToolFailure(ToolErrorKind.NOT_FOUND, f"no transaction with id {txn_id!r} in the files")
             file, line = where
-            text = ledger.files[file]
-            raw = raw_at(text, ledger.written[where])
+            lines = ledger.lines(file)
+            raw = raw_at(lines, ledger.written[where])
             new_entry = build(raw.entry, booked)
             if new_entry is None:
                 return address, address, {}
-            after = self._store.commit(file, text, rewrite(text, raw, new_entry, newline_of(text)))
+            after = self._store.commit(ledger, rewriting(file, lines, raw, new_entry, ledger.newline(file)))
         new_address = after.address_at(file, line) or address
         self._added = [new_address if a == address else a for a in self._added]
         return address, new_address, self._auto_opened_note(ledger, after, [p.account for p in new_entry.postings])
@@ -371,12 +391,12 @@ class LedgerEpisode(Toolkit):
         if low is not None and high is not None and low > high:
             raise ToolFailure(kind, "min_amount is above max_amount")
         found = []
-        for txn in self.ledger().transactions:
-            if (start and txn.date < start) or (end and txn.date > end):
+        payee_part = payee.strip().lower() if payee else None
+        narration_part = narration.strip().lower() if narration else None
+        for txn in between(self.ledger(), start, end):
+            if payee_part is not None and payee_part not in (txn.payee or "").lower():
                 continue
-            if payee and payee.strip().lower() not in (txn.payee or "").lower():
-                continue
-            if narration and narration.strip().lower() not in (txn.narration or "").lower():
+            if narration_part is not None and narration_part not in (txn.narration or "").lower():
                 continue
             if account and not any(_matches_account(p.account, account) for p in txn.postings):
                 continue
@@ -403,14 +423,17 @@ class LedgerEpisode(Toolkit):
             raise ToolFailure(
                 ToolErrorKind.NOT_FOUND, f"no account {account!r} (list_accounts shows the accounts of the ledger)"
             )
-        total = inventory.Inventory()
-        for txn in ledger.transactions:
-            if as_of is not None and txn.date > as_of:
-                continue
-            for posting in txn.postings:
-                if _matches_account(posting.account, account):
-                    total.add_amount(posting.units)
-        balances = {pos.units.currency: format_number(pos.units.number) for pos in total if pos.units.number}
+        index = postings(ledger)
+        quick = balance(index, [a for a in index.by_account if _matches_account(a, account)], as_of)
+        if quick is not None:
+            balances = {quick[0]: format_number(quick[1])} if quick[1] else {}
+        else:
+            total = inventory.Inventory()
+            for txn in between(ledger, None, as_of):
+                for posting in txn.postings:
+                    if _matches_account(posting.account, account):
+                        total.add_amount(posting.units)
+            balances = {pos.units.currency: format_number(pos.units.number) for pos in total if pos.units.number}
         exact = [name for name in names if name.lower() == account.strip().lower()]
         return {
             "account": exact[0] if exact else account.strip(),
@@ -437,9 +460,7 @@ class LedgerEpisode(Toolkit):
             raise ToolFailure(ToolErrorKind.NOT_FOUND, f"no account {category!r} to summarise")
         per_account: dict[tuple[str, str], Decimal] = {}
         count = 0
-        for txn in ledger.transactions:
-            if not start <= txn.date <= end:
-                continue
+        for txn in between(ledger, start, end):
             hit = False
             for posting in txn.postings:
                 if _matches_account(posting.account, category):
@@ -535,10 +556,9 @@ class LedgerEpisode(Toolkit):
                         f"({day.isoformat()}, {payee_text}, {format_number(number)} {cur}); amend it instead of "
                         "adding it again",
                     )
-            text = ledger.text
-            newline = newline_of(text)
-            new_text, line = append_block(text, render(entry, newline), newline)
-            after = self._store.commit(ledger.main, text, new_text)
+            newline = ledger.newline(ledger.main)
+            splice, line = appending(ledger.main, ledger.lines(ledger.main), render(entry, newline), newline)
+            after = self._store.commit(ledger, splice)
         address = after.address_at(ledger.main, line)
         if address is None:  # pragma: no cover - the block just written starts at that line
             raise RuntimeError(f"the transaction written at line {line} has no address")
@@ -644,8 +664,8 @@ class LedgerEpisode(Toolkit):
             booked = ledger.transaction(address)
             if where is None or booked is None or where not in ledger.written:  # pragma: no cover - addressed
                 raise ToolFailure(ToolErrorKind.NOT_FOUND, f"no transaction with id {transaction_id!r} in the files")
-            text = ledger.files[where[0]]
-            self._store.commit(where[0], text, remove_block(text, raw_at(text, ledger.written[where])))
+            lines = ledger.lines(where[0])
+            self._store.commit(ledger, removing(where[0], lines, raw_at(lines, ledger.written[where])))
         self._record("delete_transaction", {"transaction_id": transaction_id}, address, changed=True)
         return {"id": address, "deleted": canonical_transaction(booked)}
 

@@ -33,6 +33,7 @@ from toolwild.core.hidden_intent import CARRY_OVER, SAME_REQUEST, check_subtypes
 from toolwild.core.patterns import BUCKET_CYCLE, Pattern, patterns_with
 from toolwild.core.references import ambiguous_references
 from toolwild.core.session import Session
+from toolwild.core.state_change import expectation
 from toolwild.core.task import CoarseType, NodeKind, Task, TaskType, TurnSubtype, shape_problem
 from toolwild.core.tool import Tool
 from toolwild.core.wild import WILD_KEY, Wild, wild_behaviours
@@ -241,6 +242,7 @@ class Built:
 def _build_task(ctx: Context, option: Option) -> tuple[Task, bool]:
     rec = Recorder(ctx.episode)
     writes_before = len(ctx.episode.writes)
+    before = ctx.state()  # the previous task's end state (the session's start for the first): the change's base
     answer = option.build(rec)
     rec.answer(answer)
     task = Task(
@@ -248,7 +250,7 @@ def _build_task(ctx: Context, option: Option) -> tuple[Task, bool]:
         type=option.type,
         subtype=subtype_for(ctx.position, option.mode, option.ref),
         gold=rec.nodes,
-        expected_state=ctx.state(),
+        **expectation(before, ctx.state()),
     )
     problem = shape_problem(task)
     if problem:
@@ -274,43 +276,52 @@ def chart_line(episode: LedgerEpisode) -> str:
     return "Ledger accounts: " + ", ".join(sorted(episode.ledger().open_accounts()))
 
 
-def _value_label(earlier: list[Task], task: Task, context: str = "") -> Task:
-    """The task with the hidden-intent label its values bear out, when the template's label is not and another is.
+def _value_label(earlier: list[Task], task: Task, context: str = "") -> tuple[Task, list[str]]:
+    """The task with the hidden-intent label its values bear out, when the template's label is not and another is;
+    with the label check's findings of the task returned (empty when its label holds: :func:`gold_findings` takes
+    them instead of checking the same label again).
 
     A template labels by what it refers to ("my first question" is long range), but the value may have been shown
     again since (then the previous task holds it: coreference). Labels the values cannot decide (a concept chat, an
     omitted amount) keep the template's label.
     """
-    if not earlier:
-        return task
 
-    def holds(subtype: TurnSubtype) -> bool:
+    def findings(subtype: TurnSubtype) -> list[str]:
         candidate = task.model_copy(update={"subtype": subtype})
         session = Session(id="check", env_info=context, tools=[], tasks=[*earlier, candidate])
-        return not any(f.task_index == len(earlier) for f in check_subtypes(session))
+        return _label_findings(session, len(earlier))
 
-    if holds(task.subtype):
-        return task
+    own = findings(task.subtype)
+    if not own or not earlier:
+        return task, own
     for subtype in (TurnSubtype.COREFERENTIAL, TurnSubtype.LONG_RANGE, TurnSubtype.PARTIAL):
-        if subtype is not task.subtype and holds(subtype):
-            return task.model_copy(update={"subtype": subtype})
-    return task
+        if subtype is not task.subtype and not findings(subtype):
+            return task.model_copy(update={"subtype": subtype}), []
+    return task, own
+
+
+def _label_findings(session: Session, index: int) -> list[str]:
+    """The label check's findings of task ``index`` (it reads the tasks, the context line and ``extra``)."""
+    return [f"{f.subtype.value}: {f.message}" for f in check_subtypes(session, only=index)]
 
 
 class _DeadEnd(Exception):
     """No template fits the next position of a pattern (the session is retried with another pattern)."""
 
 
-def gold_findings(session: Session, index: int) -> list[str]:
+def gold_findings(session: Session, index: int, *, labels: list[str] | None = None) -> list[str]:
     """What the gold checks say of task ``index`` of a session being built: identifiers the agent was never shown
     (:func:`~toolwild.core.grounding.ungrounded_identifiers`), a hidden-intent label the values do not bear out
     (:func:`~toolwild.core.hidden_intent.check_subtypes`), references with a second reading
     (:func:`~toolwild.core.references.ambiguous_references`): the checks ``toolwild validate --subtypes
     --grounding`` runs; and a final answer that fails the answer check (:func:`~toolwild.core.answers.answer_problems`,
-    what ``validate --quality`` counts)."""
-    out = [f.message for f in ungrounded_identifiers(session) if f.task_index == index]
-    out += [f"{f.subtype.value}: {f.message}" for f in check_subtypes(session) if f.task_index == index]
-    out += [f.message for f in ambiguous_references(session) if f.task_index == index]
+    what ``validate --quality`` counts).
+
+    Each check looks at task ``index`` alone (the earlier tasks as its conversation). ``labels``: the label check's
+    findings when already known (:func:`_value_label` has just checked that very label)."""
+    out = [f.message for f in ungrounded_identifiers(session, only=index)]
+    out += _label_findings(session, index) if labels is None else labels
+    out += [f.message for f in ambiguous_references(session, only=index)]
     task = session.tasks[index]
     answers = [n.observation for n in task.gold if n.kind is NodeKind.ANSWER]
     if task.call_nodes and answers and isinstance(answers[-1], str):
@@ -400,9 +411,9 @@ def _said(
         gold = [
             n.model_copy(update={"user_input": said_replies[n.idx]}) if n.idx in said_replies else n for n in task.gold
         ]
-        candidate = _value_label(earlier, task.model_copy(update={"utterance": text, "gold": gold}), context)
+        candidate, labels = _value_label(earlier, task.model_copy(update={"utterance": text, "gold": gold}), context)
         provisional = Session(id="check", env_info=context, tools=tools, tasks=[*earlier, candidate])
-        problems = gold_findings(provisional, len(earlier))
+        problems = gold_findings(provisional, len(earlier), labels=labels)
         if problems:
             continue
         voice.remember(text)
