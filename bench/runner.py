@@ -164,7 +164,8 @@ def _check_http_client(kind: str) -> None:
 
 async def _run(suite, base_url: str, concurrency: int, run_dir: Path, http: str) -> tuple[float, float, int]:
     from toolwild.eval.agents.model import ModelAgent
-    from toolwild.eval.runner import RunConfig, run_suite
+    from toolwild.eval.run_config import RunConfig
+    from toolwild.eval.runner import run_suite
     from toolwild.llm.backends.openai_compat import OpenAIBackend
     from toolwild.llm.client import LLM
 

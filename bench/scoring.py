@@ -25,7 +25,8 @@ from toolwild.core.verdict import ScoringMode
 from toolwild.eval.agents.oracle import oracle_trajectory
 from toolwild.eval.metrics.accuracy import compute_metrics
 from toolwild.eval.metrics.passk import compute_trial_metrics
-from toolwild.eval.runner import RunConfig, verdict_line, write_trial_verdicts
+from toolwild.eval.run_config import RunConfig
+from toolwild.eval.run_dir import verdict_line, write_part_verdicts
 from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.scoring.session import api_parameters, score_suite
 from toolwild.eval.scoring.task import TaskJudge
@@ -190,7 +191,7 @@ def _time_run_end(suite: Suite, trajectories: list, run_dir: Path, repeats: int)
         t0, c0 = time.perf_counter(), time.process_time()
         metrics = compute_trial_metrics([verdicts], model_name="bench", mode=config.mode)
         write_json(run_dir / "metrics.json", metrics.model_dump(mode="json"))
-        write_trial_verdicts(run_dir, [verdicts], [lines])
+        write_part_verdicts(run_dir, config, [verdicts], [lines])
         html.write_report(run_dir, view=view, metrics=metrics)
         walls.append(time.perf_counter() - t0)
         cpus.append(time.process_time() - c0)

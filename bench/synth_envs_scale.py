@@ -29,9 +29,9 @@ import sys
 import time
 from collections import Counter
 
-from toolwild.cli._common import run_async
 from toolwild.llm.backends.scripted import ScriptedBackend
 from toolwild.llm.client import LLM
+from toolwild.run.loop import run_async
 from toolwild.synth.envgen import SynthConfig, synth_environments
 from toolwild.synth.scripted import stage_responder
 

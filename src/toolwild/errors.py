@@ -1,23 +1,40 @@
 """The toolwild exception tree.
 
-Every error toolwild raises on purpose derives from :class:`ToolwildError`, so callers can catch at any level::
+Every error toolwild raises on purpose derives from :class:`ToolwildError`, so callers can catch at any level (only
+private signals caught in their own module are plain exceptions). The classes defined elsewhere name their module
+(relative to ``toolwild``); one that is also a ``ValueError`` says so::
 
     ToolwildError
     ├── ConfigError            a bad option or combination of options
-    │   └── MissingDependencyError   an optional package is not installed (the message says what to install)
+    │   ├── MissingDependencyError   an optional package is not installed (the message says what to install)
+    │   └── LedgerError              envs.domains.ledger.files: a ledger that cannot be read or does not load
+    │                                cleanly (also a ValueError)
     ├── DataError              bad input data: names the file, line and field
     ├── ScoringError           a suite and a result file that do not belong together
     ├── HarnessError           a toolwild or environment bug inside a session: the run ends loudly
-    └── BackendError           a model call failed
-        ├── TransientBackendError    timeouts, 408/409/429/5xx, connection errors, malformed responses:
-        │   │                        retried; after the last retry a *provider* error, never a wrong answer
-        │   └── MalformedResponseError   the provider answered, but not with a usable completion (no choices ...)
-        ├── ModelOutputError         the model answered with unusable output (a tool call without a name ...):
-        │                            the model's failure, so the task fails; never retried as a provider error
-        ├── PermanentBackendError    4xx other than the above (bad request, auth): retrying cannot help
-        ├── CacheMissError           read-only cache mode and the request is not cached
-        ├── ScriptExhaustedError     a scripted backend has no response left for a request
-        └── StructuredOutputError    the model never produced output valid against the asked schema
+    ├── BackendError           a model call failed
+    │   ├── TransientBackendError    timeouts, 408/409/429/5xx, connection errors, malformed responses:
+    │   │   │                        retried; after the last retry a *provider* error, never a wrong answer
+    │   │   └── MalformedResponseError   the provider answered, but not with a usable completion (no choices ...)
+    │   ├── ModelOutputError         the model answered with unusable output (a tool call without a name ...):
+    │   │                            the model's failure, so the task fails; never retried as a provider error
+    │   ├── PermanentBackendError    4xx other than the above (bad request, auth): retrying cannot help
+    │   ├── CacheMissError           read-only cache mode and the request is not cached
+    │   ├── ScriptExhaustedError     a scripted backend has no response left for a request
+    │   ├── StructuredOutputError    the model never produced output valid against the asked schema
+    │   └── GenerationAborted        llm.backends.local: a generation whose caller went away
+    ├── UserSimulatorError     eval.user: the simulated user gave no usable turn (the simulator's error, not the
+    │                          agent's)
+    ├── UnitFailure            run.units: a unit that failed in another process, its message carried over
+    ├── ToolFailure            envs.toolkit: a tool answering with a typed error (becomes the call's observation)
+    ├── McpUnavailable         envs.mcp: an MCP server that cannot be reached (becomes an ``unavailable`` answer)
+    ├── PatchError             envs.patch: a simulator's state patch that does not apply (also a ValueError)
+    ├── QueryError             envs.domains.ledger.query: BQL that does not run (also a ValueError)
+    ├── InvalidReply           llm.structured: a reply a check refuses, shown to the model to fix (also a
+    │                          ValueError)
+    ├── Dropped                synth.tasks: a task attempt that failed; generation tries another
+    │   └── Unanswerable             synth.sessions: an environment whose simulator keeps failing (given up)
+    └── GenerationError        synth.providers.ledger.scenario: a gold call failed while a template recorded it
 
 Errors carry their context as attributes (not only in the message) so the CLI can print them as a table and a
 caller can react to, say, the line number of a bad record without parsing text.

@@ -47,3 +47,43 @@ def test_short_help_and_short_out(path, command):
 def test_version():
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.strip() == f"toolwild {__version__}"
+
+
+VERB_BODY_LINES = 60
+"""Most lines of a command's body (after its signature and docstring): a verb parses, calls the library, prints."""
+
+
+def _body_lines(callback: Any) -> int:
+    import ast
+    import inspect
+    import textwrap
+
+    node = ast.parse(textwrap.dedent(inspect.getsource(callback))).body[0]
+    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    body = node.body
+    if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring is not the body
+    return body[-1].end_lineno - body[0].lineno + 1  # type: ignore[operator]
+
+
+def test_no_command_body_is_over_sixty_lines():
+    """Issue #30: a verb that grows a job (eval was 207 lines) is a library function the CLI lacks."""
+    long = {}
+    for path, command in COMMANDS:
+        callback = getattr(command, "callback", None)
+        if callback is None or hasattr(command, "commands"):
+            continue
+        lines = _body_lines(callback)
+        if lines > VERB_BODY_LINES:
+            long[" ".join(path)] = lines
+    assert long == {}, f"command bodies over {VERB_BODY_LINES} lines: {long}"
+
+
+def test_the_body_count_sees_a_long_body():
+    def verb() -> None:
+        """A docstring is not counted."""
+        x = 0
+        x += 1
+        x += 2
+
+    assert _body_lines(verb) == 3

@@ -10,11 +10,11 @@ import pytest
 from fake_openai import FakeOpenAI, Reply, serve_in_thread
 from typer.testing import CliRunner
 
-from toolwild.cli._common import run_async
 from toolwild.cli.main import app
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.perturb import suite_perturbation
 from toolwild.eval.agents.oracle import oracle_steps
+from toolwild.run.loop import run_async
 from toolwild.synth.paraphrase import write_perturbed_suite
 
 FIXTURE = Path(__file__).resolve().parents[2].parent / "shared/fixtures/wildtoolbench/sessions_0_4.reconstructed.jsonl"

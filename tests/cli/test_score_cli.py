@@ -18,7 +18,7 @@ from toolwild.cli.main import app
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.verdict import ScoringMode
 from toolwild.eval.agents.oracle import oracle_trajectory
-from toolwild.eval.runner import RunConfig
+from toolwild.eval.run_config import RunConfig
 from toolwild.synth.providers.ledger import write_ledger_suite
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

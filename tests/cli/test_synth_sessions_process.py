@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import toolwild.cli.synth_sessions as command
+import toolwild.jobs.sessions as command
 import toolwild.run.process_executor as processes
 import toolwild.synth.pipeline as pipeline
 from toolwild.cli.main import app

@@ -37,7 +37,7 @@ from toolwild.errors import DataError, ScoringError
 from toolwild.eval.agents.oracle import oracle_trajectory
 from toolwild.eval.agents.scripted import load_behaviours
 from toolwild.eval.build import build_agent
-from toolwild.eval.runner import RunConfig
+from toolwild.eval.run_config import RunConfig
 from toolwild.eval.scoring.session import score_suite
 from toolwild.eval.validate import Severity, validate_suite
 

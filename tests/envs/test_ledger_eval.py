@@ -13,7 +13,8 @@ from toolwild.core.trajectory import Step, ToolCall
 from toolwild.envs.registry import get_environment
 from toolwild.eval.agents.oracle import oracle_steps
 from toolwild.eval.agents.scripted import ScriptedAgent
-from toolwild.eval.runner import RunConfig, run_suite
+from toolwild.eval.run_config import RunConfig
+from toolwild.eval.runner import run_suite
 from toolwild.eval.scoring.dag import GoldDag
 from toolwild.eval.session import HistoryMode, environment_seed
 

@@ -24,7 +24,9 @@ from toolwild.errors import ConfigError
 from toolwild.eval.agents.base import AgentContext
 from toolwild.eval.agents.oracle import oracle_steps
 from toolwild.eval.metrics.forked import compute_forked_metrics
-from toolwild.eval.runner import RunConfig, fork_dir, load_run_trajectories, run_trials
+from toolwild.eval.run_config import RunConfig
+from toolwild.eval.run_dir import fork_dir, load_run_trajectories
+from toolwild.eval.runner import run_trials
 from toolwild.eval.session import HistoryMode, gold_history, gold_task_steps
 
 FIXTURE = Path(__file__).resolve().parents[2].parent / "shared/fixtures/wildtoolbench/sessions_0_4.reconstructed.jsonl"

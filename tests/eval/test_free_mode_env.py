@@ -12,7 +12,8 @@ from toolwild.core.trajectory import Step, ToolCall
 from toolwild.envs.registry import get_environment
 from toolwild.eval.agents.scripted import ScriptedAgent
 from toolwild.eval.metrics.accuracy import compute_metrics
-from toolwild.eval.runner import RunConfig, run_suite
+from toolwild.eval.run_config import RunConfig
+from toolwild.eval.runner import run_suite
 from toolwild.eval.session import HistoryMode
 
 

@@ -19,7 +19,9 @@ from toolwild.core.trajectory import FailureKind, TrajectoryStatus
 from toolwild.eval.agents.model import ModelAgent
 from toolwild.eval.agents.oracle import OracleAgent
 from toolwild.eval.metrics.accuracy import compute_metrics
-from toolwild.eval.runner import RunConfig, load_run_trajectories, run_suite
+from toolwild.eval.run_config import RunConfig
+from toolwild.eval.run_dir import load_run_trajectories
+from toolwild.eval.runner import run_suite
 from toolwild.llm.client import LLM, RetryPolicy
 
 FIXTURE = Path(__file__).resolve().parents[2].parent / "shared/fixtures/wildtoolbench/sessions_0_4.reconstructed.jsonl"

@@ -27,7 +27,8 @@ from toolwild.eval.agents.model import ModelAgent
 from toolwild.eval.agents.oracle import OracleAgent, oracle_steps
 from toolwild.eval.agents.scripted import ScriptedAgent
 from toolwild.eval.compare import compare_runs
-from toolwild.eval.runner import RunConfig, run_suite
+from toolwild.eval.run_config import RunConfig
+from toolwild.eval.runner import run_suite
 from toolwild.eval.scoring.session import score_session
 from toolwild.eval.session import HistoryMode, run_session
 from toolwild.llm.backends.scripted import ScriptedBackend

@@ -17,7 +17,9 @@ from toolwild.core.verdict import ErrorClass
 from toolwild.eval.agents.model import ModelAgent
 from toolwild.eval.agents.oracle import oracle_steps
 from toolwild.eval.metrics.accuracy import compute_metrics
-from toolwild.eval.runner import RunConfig, load_run_trajectories, run_suite
+from toolwild.eval.run_config import RunConfig
+from toolwild.eval.run_dir import load_run_trajectories
+from toolwild.eval.runner import run_suite
 from toolwild.eval.session import HistoryMode
 from toolwild.llm.client import LLM, RetryPolicy
 

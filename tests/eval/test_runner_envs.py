@@ -15,7 +15,9 @@ from toolwild.core.formats.wtb_envs import environment_from_session
 from toolwild.errors import ConfigError
 from toolwild.eval.agents.oracle import OracleAgent
 from toolwild.eval.metrics.accuracy import compute_metrics
-from toolwild.eval.runner import RunConfig, load_run_trajectories, run_suite
+from toolwild.eval.run_config import RunConfig
+from toolwild.eval.run_dir import load_run_trajectories
+from toolwild.eval.runner import run_suite
 from toolwild.eval.session import HistoryMode
 from toolwild.llm.backends.scripted import ScriptedBackend
 from toolwild.llm.client import LLM

@@ -17,16 +17,9 @@ from toolwild.errors import ConfigError
 from toolwild.eval import runner
 from toolwild.eval.agents.base import AgentContext
 from toolwild.eval.agents.oracle import OracleAgent, oracle_steps
-from toolwild.eval.runner import (
-    EvalWorker,
-    RunConfig,
-    RunProgress,
-    SessionTrial,
-    load_run_trajectories,
-    run_suite,
-    verdict_line,
-    write_verdicts,
-)
+from toolwild.eval.run_config import RunConfig
+from toolwild.eval.run_dir import load_run_trajectories, verdict_line, write_verdicts
+from toolwild.eval.runner import EvalWorker, RunProgress, SessionTrial, run_suite
 from toolwild.llm.client import LLM
 from toolwild.llm.preflight import preflight_alongside
 from toolwild.run import LocalExecutor

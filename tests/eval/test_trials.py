@@ -20,7 +20,9 @@ from toolwild.eval.agents.model import ModelAgent
 from toolwild.eval.agents.oracle import oracle_steps
 from toolwild.eval.agents.scripted import ScriptedAgent, load_behaviours
 from toolwild.eval.metrics.passk import compute_trial_metrics
-from toolwild.eval.runner import RunConfig, load_run_trajectories, run_trials
+from toolwild.eval.run_config import RunConfig
+from toolwild.eval.run_dir import load_run_trajectories
+from toolwild.eval.runner import run_trials
 from toolwild.llm.cache import ResponseCache
 from toolwild.llm.client import LLM
 

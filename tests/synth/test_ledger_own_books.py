@@ -26,7 +26,7 @@ from toolwild.eval.agents.oracle import OracleAgent
 from toolwild.eval.scoring.session import score_session
 from toolwild.eval.session import HistoryMode, run_session
 from toolwild.synth.providers.ledger import build_ledger_suite
-from toolwild.synth.providers.ledger.profile import LedgerProfile
+from toolwild.synth.providers.ledger.own_books import profile_of
 
 N = 16
 REF = "books/example.beancount"
@@ -81,7 +81,7 @@ def _calls(session):
 
 def test_the_profile_reads_the_books(books, ledger):
     entries, _ = ledger
-    profile = LedgerProfile.from_ledger(load_ledger_file(books))
+    profile = profile_of(load_ledger_file(books))
     assert profile.checking == "Assets:US:BofA:Checking"  # the bank account that pays for purchases
     assert profile.card == "Liabilities:US:Chase:Slate"  # the card that does
     assert profile.savings is None  # the example has no savings account: templates that need one offer nothing
@@ -100,7 +100,7 @@ def test_the_profile_reads_the_books(books, ledger):
 
 def test_the_suite_is_whole_and_names_the_file(suite, digest, books):
     assert len(suite.sessions) == N  # build_ledger_suite raises on a lost session
-    today = LedgerProfile.from_ledger(load_ledger_file(books)).today
+    today = profile_of(load_ledger_file(books)).today
     for session in suite.sessions:
         assert "ledger_seed" not in session.extra
         assert session.extra["ledger_file"] == REF and session.extra["ledger_sha256"] == digest
@@ -249,7 +249,7 @@ def _euro_books(tmp_path: Path) -> Path:
 
 def test_a_euro_ledger_without_a_card(tmp_path):
     path = _euro_books(tmp_path)
-    profile = LedgerProfile.from_ledger(load_ledger_file(path))
+    profile = profile_of(load_ledger_file(path))
     assert (profile.checking, profile.card, profile.savings) == ("Assets:Bank:Giro", None, None)
     suite = build_ledger_suite(8, seed=1, ledger=path, ledger_ref="euro.beancount")
     for session in suite.sessions:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
@@ -13,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from toolwild.core.jsonl import LoadReport
-from toolwild.errors import ConfigError, HarnessError, ToolwildError
+from toolwild.errors import HarnessError, ToolwildError
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -166,17 +165,6 @@ def report_skipped(report: LoadReport, *, limit: int = 10) -> None:
         err_console.print(f"  … and {report.skipped_count - limit} more")
 
 
-def run_async(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine on uvloop when it is installed (less CPU per model call), else on asyncio's own loop."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(coro)
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        return runner.run(coro)
-
-
-EXECUTORS = ("local", "ray")
 RayAddressOption = Annotated[
     str | None,
     typer.Option(help="The Ray cluster (`auto`, `ray://HOST:10001`); default: start a local Ray instance."),
@@ -200,12 +188,6 @@ PerturbSeedOption = Annotated[
     int, typer.Option(help="Seed of --perturb (the same seed, the same copy).", rich_help_panel="Perturbation")
 ]
 """``--perturb-seed``, the same on every command that takes ``--perturb``."""
-
-
-def check_executor(executor: str) -> None:
-    """Refuse an ``--executor`` value other than ``local`` or ``ray``."""
-    if executor not in EXECUTORS:
-        raise ConfigError(f"--executor {executor!r}: choose {' or '.join(EXECUTORS)}")
 
 
 def make_llm(

@@ -13,17 +13,17 @@ from rich.table import Table
 from toolwild.cli._common import (
     EXIT_PROVIDER_ERRORS,
     RayAddressOption,
-    check_executor,
     console,
     err_console,
     handled_errors,
     make_llm,
     progress_bar,
-    run_async,
 )
 from toolwild.core.formats.environment import load_environment, write_environment
 from toolwild.errors import ConfigError
 from toolwild.llm.registry import describe_backends
+from toolwild.run.job import choose_executor, make_executor
+from toolwild.run.loop import run_async
 
 if TYPE_CHECKING:
     from toolwild.core.environment import Environment
@@ -102,7 +102,7 @@ def run(
     from toolwild.synth.audit import audit_environment
 
     with handled_errors():
-        check_executor(executor)
+        choose_executor(executor, choices=("local", "ray"))
         environment = load_environment(env_file)
         if executor == "ray":
             kept, audits = _audit_on_ray(environment, model, base_url, cache, concurrency, threshold, ray_address)
@@ -135,10 +135,9 @@ def _audit_on_ray(
     address: str | None,
 ) -> tuple[Environment, list[ToolAudit]]:
     """The audit as Ray tasks: one unit per tool, the tools cut into about one shard per CPU of the cluster."""
-    from toolwild.run.ray_executor import RayExecutor
     from toolwild.synth.audit import AuditSpec, AuditWorker, audit_remote
 
-    remote = RayExecutor(concurrency, address=address)
+    remote: Any = make_executor("ray", concurrency, ray_address=address)
     remote.shard_per_cpu(len(environment.tools))  # a missing Ray or cluster is named here
     spec = AuditSpec(
         environment=environment,

@@ -16,13 +16,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from toolwild.cli._common import console, handled_errors, make_llm, run_async
-from toolwild.core.environment import BackendKind
-from toolwild.envs.base import EnvironmentBackend, Episode, Observation
-from toolwild.envs.registry import ENVIRONMENTS, describe_environment, get_environment, ledger_backend
+from toolwild.cli._common import console, handled_errors
+from toolwild.envs.base import Episode, Observation
+from toolwild.envs.registry import ENVIRONMENTS, open_environment, own_ledger
 from toolwild.errors import ConfigError, ToolwildError
 from toolwild.llm.client import LLM
 from toolwild.llm.registry import describe_backends
+from toolwild.run.loop import run_async
 
 env_app = typer.Typer(help="Try an environment's tools by hand.", no_args_is_help=True)
 
@@ -76,46 +76,6 @@ def _show(observation: Observation) -> None:
     console.print_json(observation.model_dump_json(exclude_none=True))
 
 
-def own_ledger(
-    env: str, ledger: Path | None, *, write_through: bool = False, allow_outside_includes: bool = False
-) -> EnvironmentBackend | None:
-    """The ledger environment on the user's own books when ``--ledger`` is given (only with ENV ``ledger``).
-
-    ``allow_outside_includes`` (``--allow-outside-includes``) lets the ledger include files outside its folder;
-    without it ``TOOLWILD_ALLOW_OUTSIDE_INCLUDES`` decides (by default such an include is refused, unread)."""
-    if ledger is None:
-        if write_through:
-            raise ConfigError("--write-through needs --ledger FILE: it writes your own books")
-        if allow_outside_includes:
-            raise ConfigError("--allow-outside-includes needs --ledger FILE: it is about your ledger's includes")
-        return None
-    if env != "ledger":
-        raise ConfigError(f"--ledger works with the ledger environment only, not {env!r}")
-    return ledger_backend(
-        ledger, write_through=write_through, allow_outside_includes=True if allow_outside_includes else None
-    )
-
-
-def open_environment(
-    env: str,
-    model: str,
-    base_url: str | None,
-    cache: Path | None,
-    ledger: Path | None = None,
-    *,
-    allow_outside_includes: bool = False,
-) -> tuple[EnvironmentBackend, LLM | None]:
-    """The environment and, when it needs one, its simulator (built only then: loading a model takes time)."""
-    books = own_ledger(env, ledger, allow_outside_includes=allow_outside_includes)
-    if books is not None:
-        return books, None
-    description = describe_environment(env)
-    if description is None or description.backend is not BackendKind.LLM:
-        return get_environment(env), None
-    llm = make_llm(model, base_url=base_url, cache=cache)
-    return get_environment(env, simulator=llm), llm
-
-
 async def _close(episode: Episode, llm: LLM | None) -> None:
     episode.close()
     if llm is not None:
@@ -163,7 +123,12 @@ def call(
     with handled_errors():
         arguments = _parse_args(args)
         backend, llm = open_environment(
-            env, model, base_url, cache, ledger, allow_outside_includes=allow_outside_includes
+            env,
+            model=model,
+            base_url=base_url,
+            cache=cache,
+            ledger=ledger,
+            allow_outside_includes=allow_outside_includes,
         )
         episode = backend.reset(seed=seed)
 
@@ -262,7 +227,12 @@ def shell(
     """An interactive loop on one episode: `TOOL {json args}`, `state`, `quit`."""
     with handled_errors():
         backend, llm = open_environment(
-            env, model, base_url, cache, ledger, allow_outside_includes=allow_outside_includes
+            env,
+            model=model,
+            base_url=base_url,
+            cache=cache,
+            ledger=ledger,
+            allow_outside_includes=allow_outside_includes,
         )
         episode = backend.reset(seed=seed)
     where = f"a copy of {ledger}; your file is not written" if ledger is not None else f"seed {seed}"

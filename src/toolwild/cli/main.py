@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from toolwild import __version__
+from toolwild._version import __version__
 from toolwild.cli.audit import audit_app
 from toolwild.cli.compare import compare
 from toolwild.cli.env import env_app

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from toolwild.cli._common import console, handled_errors, run_async
+from toolwild.cli._common import console, handled_errors
 from toolwild.llm.backend import DEFAULT_REQUEST_TIMEOUT_S
 from toolwild.llm.cache import CacheMode, ResponseCache
 from toolwild.llm.client import LLM
@@ -17,6 +17,7 @@ from toolwild.llm.preflight import preflight
 from toolwild.llm.redact import redact_url
 from toolwild.llm.registry import create_backend, describe_backends
 from toolwild.llm.types import ChatRequest
+from toolwild.run.loop import run_async
 
 model_app = typer.Typer(help="Check or serve a model.", no_args_is_help=True)
 

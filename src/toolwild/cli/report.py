@@ -11,8 +11,8 @@ from rich.markup import escape
 from toolwild.cli._common import EXIT_HARNESS_ERRORS, console, err_console, handled_errors
 from toolwild.core.verdict import ScoringMode
 from toolwild.errors import ConfigError
-from toolwild.eval.runner import check_exists, missing_note, result_missing_note
-from toolwild.report.html import load_result_view, load_run, write_report, write_result_report
+from toolwild.eval.run_dir import check_exists, missing_note, result_missing_note
+from toolwild.report.html import load_result_view, load_run_view, write_report, write_result_report
 
 
 def report(
@@ -41,7 +41,7 @@ def report(
                 raise ConfigError(f"{source} is a run directory: it has its own suite; leave out --suite")
             if mode is not None:
                 raise ConfigError(f"{source} is a run directory: its report shows the run's own mode; leave out --mode")
-            view = load_run(source, missing_as_failed=True)
+            view = load_run_view(source, missing_as_failed=True)
             path = write_report(source, out, view=view)
             unfinished = missing_note(source, view.missing, len(view.sessions)) if view.missing else None
             notes = view.notes

@@ -1,18 +1,19 @@
 """``toolwild serve``: expose toolwild to other programs; ``serve mcp ENV`` serves an environment's tools over MCP.
 
 ENV is whatever ``toolwild env`` accepts (a built-in, or an environment file, model-simulated ones answered by
-``--model``), built by the same helpers, so both commands always agree on what an environment is.
+``--model``), opened by the same library call (:func:`toolwild.envs.registry.open_environment`), so both commands
+always agree on what an environment is.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
 import typer
 from rich.markup import escape
 
-from toolwild.cli._common import err_console, handled_errors, run_async
+from toolwild.cli._common import err_console, handled_errors
 from toolwild.cli.env import (
     AllowOutsideIncludesOption,
     BaseUrlOption,
@@ -21,11 +22,9 @@ from toolwild.cli.env import (
     ModelOption,
     SeedOption,
 )
+from toolwild.envs.registry import open_environment
 from toolwild.errors import ConfigError
-
-if TYPE_CHECKING:
-    from toolwild.envs.base import EnvironmentBackend
-    from toolwild.llm.client import LLM
+from toolwild.run.loop import run_async
 
 LedgerOption = Annotated[
     Path | None,
@@ -94,7 +93,15 @@ def mcp(
             raise ConfigError("--host, --port and --allow-remote apply to --transport http only")
         bind = host or "127.0.0.1"
         remote_warning = check_host(bind, allow_remote=allow_remote) if kind == "http" else None
-        backend, llm = _environment(env, model, base_url, cache, ledger, write_through, allow_outside_includes)
+        backend, llm = open_environment(
+            env,
+            model=model,
+            base_url=base_url,
+            cache=cache,
+            ledger=ledger,
+            write_through=write_through,
+            allow_outside_includes=allow_outside_includes,
+        )
         server = McpEnvironmentServer(
             backend,
             seed=seed,
@@ -132,21 +139,3 @@ def _transport(value: str) -> Literal["stdio", "http"]:
     if value == "http":
         return "http"
     raise ConfigError(f"--transport must be stdio or http, not {value!r}")
-
-
-def _environment(
-    env: str,
-    model: str,
-    base_url: str | None,
-    cache: Path | None,
-    ledger: Path | None,
-    write_through: bool,
-    allow_outside_includes: bool,
-) -> tuple[EnvironmentBackend, LLM | None]:
-    """The environment exactly as ``toolwild env`` builds it, plus write-through on the user's own ledger."""
-    from toolwild.cli.env import open_environment, own_ledger
-
-    books = own_ledger(env, ledger, write_through=write_through, allow_outside_includes=allow_outside_includes)
-    if books is not None:
-        return books, None
-    return open_environment(env, model, base_url, cache)

@@ -27,7 +27,7 @@ from toolwild.core.trajectory import Step, TaskTrajectory, Trajectory
 from toolwild.core.verdict import SessionVerdict, StepVerdict, TaskVerdict
 from toolwild.errors import ConfigError
 from toolwild.eval.scoring.dag import GoldDag
-from toolwild.report.html import load_run
+from toolwild.report.html import load_run_view
 
 WIDTH = 80
 """Output stays within 80 columns (rich wraps long lines), whatever the terminal."""
@@ -81,7 +81,7 @@ def _load_run(
 ) -> tuple[dict[str, Session], dict[str, Trajectory], list[SessionVerdict]]:
     """The run's sessions, trajectories and verdicts of one trial or fork (scored again from its trajectories in its
     own mode), loaded as the HTML report loads them."""
-    view = load_run(run_dir, trial=trial, fork=fork)
+    view = load_run_view(run_dir, trial=trial, fork=fork)
     return view.sessions, view.trajectories, view.verdicts
 
 

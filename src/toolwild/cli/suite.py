@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from toolwild.cli._common import EncoderOption
-from toolwild.cli.synth_sessions import sessions as synth_sessions
+from toolwild.cli._common import EncoderOption, handled_errors
+from toolwild.cli._quality import embed_progress
+from toolwild.cli._sessions import SessionsBar, show_sessions
 
 suite_app = typer.Typer(help="Built-in suites.", no_args_is_help=True)
 
@@ -47,17 +48,23 @@ def ledger(
     The same job as `toolwild synth sessions --env ledger --model template` (the ledger's scenario templates),
     without verification unless asked: OUT, OUT.report.json and the progress log OUT.progress.jsonl.
     """
-    synth_sessions(
-        env=["ledger"],
-        out=out,
-        n=sessions,
-        seed=seed,
-        like_published=like_published,
-        verify=verify,
-        concurrency=concurrency,
-        resume=resume,
-        executor=executor,
-        ray_address=ray_address,
-        ledger=ledger,
-        encoder=encoder,
-    )
+    from toolwild.jobs.sessions import generate_sessions
+
+    with handled_errors(), SessionsBar() as bar:
+        made = generate_sessions(
+            ["ledger"],
+            out,
+            n=sessions,
+            seed=seed,
+            like_published=like_published,
+            verify=verify,
+            concurrency=concurrency,
+            resume=resume,
+            executor=executor,
+            ray_address=ray_address,
+            ledger=ledger,
+            encoder=encoder,
+            on_progress=bar.update,
+            embed_progress=embed_progress,
+        )
+    show_sessions(made)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -15,28 +14,26 @@ from toolwild.cli._common import (
     EXIT_PROVIDER_ERRORS,
     EncoderOption,
     RayAddressOption,
-    check_executor,
     console,
     err_console,
     handled_errors,
-    make_llm,
     progress_bar,
 )
 from toolwild.cli.synth_sessions import sessions
 from toolwild.core.files import write_text_atomic
 from toolwild.core.formats.synthtools import load_synthtools_dir, write_tools_jsonl
-from toolwild.errors import ConfigError, MissingDependencyError
+from toolwild.errors import MissingDependencyError
 from toolwild.llm.registry import describe_backends
 from toolwild.synth.dedup import exact_dedup
 
 if TYPE_CHECKING:
     import numpy as np
+    from rich.progress import Progress, TaskID
 
     from toolwild.core.tool import Tool
-    from toolwild.llm.client import LLM
     from toolwild.synth.dedup import Dropped
     from toolwild.synth.embedding import Embedder, EncoderInfo
-    from toolwild.synth.envgen import SynthConfig, SynthResult
+    from toolwild.synth.envgen import SynthResult
 
 synth_app = typer.Typer(
     help="Generate environments (synth envs), sessions over them (synth sessions), and deduplicate tool corpora "
@@ -199,36 +196,30 @@ def envs(
     this process alone writes OUT/progress.jsonl and the files. The workers open OUT/cache.sqlite at the same path:
     on one host they share it; on a cluster OUT must be on storage every worker can reach.
     """
-    from toolwild.cli._common import run_async
-    from toolwild.run.lock import OutputLock
-    from toolwild.synth.envgen import SynthConfig
+    from toolwild.jobs.environments import generate_environments
 
-    names = [f.strip() for f in fields.split(",") if f.strip()]
-    # OUT has one writer: a second run on it (a --resume while this one is alive) is refused naming this one's pid
-    with handled_errors(), OutputLock(out):
-        if not names:
-            raise ConfigError(f"--fields names no field (got {fields!r}): give a comma-separated list")
-        if len(set(names)) != len(names):
-            raise ConfigError(f"--fields names a field twice: {', '.join(names)}")
-        check_executor(executor)
-        if resume and not (out / PROGRESS).exists():
-            raise ConfigError(f"nothing to resume: {out / PROGRESS} does not exist (start the run without --resume)")
-        plan = _semantic_plan(semantic, tau, encoder)
-        config = SynthConfig(
-            subdomains_per_field=per_field,
-            families_per_subdomain=families,
-            tools_per_family=tools,
+    with handled_errors(), _StageBar() as bar:
+        made = generate_environments(
+            fields,
+            out,
+            per_field=per_field,
+            families=families,
+            tools=tools,
+            model=model,
+            base_url=base_url,
             seed=seed,
-            audit_threshold=audit,
-            tau=plan.tau,
-            encoder=plan.encoder,
+            semantic=semantic,
+            tau=tau,
+            encoder=encoder,
+            audit=audit,
             concurrency=concurrency,
+            resume=resume,
+            executor=executor,
+            ray_address=ray_address,
+            on_progress=bar.update,
         )
-        remote = _remote(model, base_url, out, config, len(names), ray_address) if executor == "ray" else None
-        out.mkdir(parents=True, exist_ok=True)
-        llm = make_llm(model, base_url=base_url, cache=out / "cache.sqlite", max_connections=concurrency)
-        result = run_async(_synthesize(llm, names, config, out, resume, remote, plan))
-    _print_table(result, llm.usage.as_dict() if remote is None else None)
+    result = made.result
+    _print_table(result, made.usage)
     if result.failed_units:
         err_console.print(
             f"[bold red]error:[/] {len(result.failed_units)} unit(s) failed (the provider kept failing; see "
@@ -240,181 +231,30 @@ def envs(
     console.print(f"written to {out}")
 
 
-PROGRESS = "progress.jsonl"
-"""The run's unit log in OUT."""
+class _StageBar:
+    """The progress bar of a synthesis, drawn from the job's first report (stage calls of those planned, the last
+    one's stage beside the count)."""
 
+    def __init__(self) -> None:
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
 
-@dataclass(frozen=True)
-class _SemanticPlan:
-    """The semantic pass of a ``synth envs`` run, resolved before the run starts from --semantic/--exact-only,
-    --tau and --encoder: the threshold and encoder name that go into the run's identity (so a resume with other
-    ones is refused), the encoder when it was loaded, and why the pass is off when it is."""
+    def update(self, done: int, total: int, stage: str) -> None:
+        """The job's ``on_progress``."""
+        if self._bar is None:
+            self._bar = progress_bar("[bold]synthesis", status="stage")
+            self._task = self._bar.add_task("synth", total=total, stage="")
+            self._bar.__enter__()
+        if self._task is not None:
+            self._bar.update(self._task, completed=done, stage=stage)
 
-    tau: float | None
-    """None: the pass is off."""
-    encoder: str = "auto"
-    """The encoder's name, resolved where that is cheap (``auto`` -> ``minilm`` when it loaded)."""
-    embedder: Embedder | None = None
-    note: str | None = None
-    """Why the pass is off, in words (for the table and summary.json)."""
+    def __enter__(self) -> _StageBar:
+        return self
 
-
-def _semantic_plan(semantic: bool, tau: float | None, encoder: str) -> _SemanticPlan:
-    """Resolve the semantic pass (see :class:`_SemanticPlan`).
-
-    The default (no --tau) is 0.85 when the sentence encoder is installed, else off with a note saying why and how
-    to run it anyway: the token fallback is lexical and needs 200+ tools, so it is not worth running by default. An
-    explicit --tau always runs (on the fallback if that is all there is). A sentence encoder is loaded here (about a
-    second), so that a missing one is named before any model call; the token encoder is loaded by the pass only
-    if the run has enough tools for it (it takes 15-30 s to load).
-
-    Raises:
-        ConfigError: --tau with --exact-only; an unknown encoder.
-        MissingDependencyError: the encoder the pass would use is not installed (naming what to install).
-    """
-    from toolwild.synth.embedding import (
-        DEFAULT_TAU,
-        ENCODERS,
-        load_embedder,
-        sentence_encoder_missing,
-        token_encoder_missing,
-    )
-
-    if not semantic:
-        if tau is not None:
-            raise ConfigError(f"--tau {tau} asks for the semantic pass and --exact-only turns it off: give one")
-        return _SemanticPlan(None, note="semantic dedup off (--exact-only)")
-    if encoder == "auto":
-        why = sentence_encoder_missing()
-        if why is not None and tau is None:
-            if token_encoder_missing() is None:
-                why += "; --tau 0.85 runs it on the token-embedding fallback (lexical)"
-            return _SemanticPlan(None, note=f"semantic dedup off: {why}")
-        if why is not None:
-            if (no_token := token_encoder_missing()) is not None:
-                raise MissingDependencyError(f"--tau {tau}: semantic dedup needs an encoder ({why}; {no_token})")
-            return _SemanticPlan(tau, "auto")  # the pass falls back to the token encoder and says so
-    if encoder not in ENCODERS:
-        raise ConfigError(f"--encoder {encoder!r}: choose one of {', '.join(ENCODERS)}")
-    threshold = DEFAULT_TAU if tau is None else tau
-    if encoder == "token":
-        if (no_token := token_encoder_missing()) is not None:
-            raise MissingDependencyError(f"--encoder token: {no_token}")
-        return _SemanticPlan(threshold, "token")
-    embedder = load_embedder(encoder)
-    return _SemanticPlan(threshold, embedder.info.name, embedder)
-
-
-RAY_USAGE = {"note": "made and counted in the Ray workers (not collected)"}
-"""summary.json's usage with --executor ray: the calls are made in the workers, whose clients are not this one."""
-
-
-def _remote(
-    model: str, base_url: str | None, out: Path, config: SynthConfig, fields: int, address: str | None
-) -> tuple[Any, Any]:
-    """The Ray executor and the worker it runs, from the run's plain values (the base URL stays in memory).
-
-    Shards: the planned subdomains over the cluster's CPUs, so the subdomain and audit phases give every CPU one
-    shard, each running its units with CONCURRENCY calls in flight (a shard per unit would leave a latency-bound
-    run with one unit per CPU at a time)."""
-    from toolwild.run.ray_executor import RayExecutor
-    from toolwild.synth.envgen import EnvSpec, EnvWorker
-
-    executor = RayExecutor(config.concurrency, address=address)
-    executor.shard_per_cpu(fields * config.subdomains_per_field)  # a missing Ray or cluster is named here
-    spec = EnvSpec(
-        model=model,
-        config=config,
-        base_url=base_url,
-        cache=str((out / "cache.sqlite").resolve()),
-        max_connections=config.concurrency,
-    )
-    return executor, EnvWorker(spec)
-
-
-async def _synthesize(
-    llm: LLM,
-    names: list[str],
-    config: SynthConfig,
-    out: Path,
-    resume: bool,
-    remote: tuple[Any, Any] | None = None,
-    plan: _SemanticPlan | None = None,
-) -> SynthResult:
-    """Open the unit log (new or resumed), run the synthesis with a progress bar (here, or on ``remote``: an
-    executor and its worker; the semantic pass of ``plan`` runs here), write the files, and mark the log complete
-    when no unit is left failed (a run with failed units stays resumable)."""
-    from toolwild.run import UnitLog, fingerprint
-    from toolwild.synth.envgen import JOB, run_identity, synth_environments
-
-    identity = run_identity(llm, names, config)
-    opener = UnitLog.resume if resume else UnitLog.start
-    try:
-        log = opener(out / PROGRESS, job=JOB, fingerprint=fingerprint(identity), identity=identity)
-    except BaseException:
-        await llm.aclose()
-        raise
-    bar = progress_bar("[bold]synthesis", status="stage")
-    task = bar.add_task("synth", total=config.planned_steps(len(names)), stage="")
-
-    def advance(stage: str) -> None:
-        bar.update(task, advance=1, stage=stage)
-
-    try:
-        with bar:
-            executor, worker = remote if remote is not None else (None, None)
-            embedder = plan.embedder if plan is not None else None
-            result = await synth_environments(
-                llm, names, config, progress=advance, log=log, executor=executor, worker=worker, embedder=embedder
-            )
-        if plan is not None and plan.note:
-            result.notes.insert(0, plan.note)
-        _write_outputs(out, names, result, llm.usage.as_dict() if remote is None else RAY_USAGE)
-        if not result.failed_units:
-            log.mark_complete()
-        return result
-    finally:
-        log.close()
-        await llm.aclose()
-
-
-def _write_outputs(out: Path, names: list[str], result: SynthResult, usage: dict[str, Any]) -> None:
-    """Environment files, summary.json and drops.json, in the run's fixed order; files a previous (partial) write
-    of this run left and this one does not write are removed (a resumed run's dedup may change what is kept)."""
-    from toolwild.core.files import write_json
-    from toolwild.core.formats.environment import write_environment_in
-
-    written = [write_environment_in(out, env).name for env in result.environments]  # safe names, inside --out
-    previous = _previous_files(out)
-    for name in sorted(set(previous) - set(written)):
-        (out / name).unlink(missing_ok=True)
-    summary = {
-        "fields": names,
-        "environments": len(result.environments),
-        "files": written,
-        "tools_generated": result.generated,
-        "tools_repaired": result.repaired,
-        "tools_dropped": dict(sorted(result.dropped.items())),
-        "tools_kept": result.kept,
-        "failed_stages": result.failed_stages,
-        "failed_units": result.failed_units,
-        "environments_without_tools": result.empty,
-        "reliability": result.reliability,
-        "semantic_dedup": result.semantic_dedup.model_dump(mode="json") if result.semantic_dedup is not None else None,
-        "notes": result.notes,
-        "usage": usage,
-    }
-    write_json(out / "summary.json", summary)
-    write_json(out / "drops.json", result.drops)
-
-
-def _previous_files(out: Path) -> list[str]:
-    """The environment files an earlier write of this folder listed in its summary (none if unreadable)."""
-    try:
-        listed = json.loads((out / "summary.json").read_text(encoding="utf-8")).get("files", [])
-    except (OSError, ValueError, AttributeError):
-        return []
-    return [n for n in listed if isinstance(n, str) and n.endswith(".env.json") and Path(n).name == n]
+    def __exit__(self, *_exc: object) -> None:
+        if self._bar is not None:
+            bar, self._bar = self._bar, None
+            bar.__exit__(None, None, None)
 
 
 def _print_table(result: SynthResult, usage: dict[str, Any] | None) -> None:

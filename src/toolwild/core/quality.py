@@ -106,7 +106,7 @@ SEMANTIC_TAU = 0.85
 """The near-duplicate threshold: dedup's published one (``toolwild.synth.embedding.DEFAULT_TAU``, not importable
 from core), at which a reworded or reordered sentence stays a duplicate with MiniLM."""
 _MIN_FITTED = 200
-"""Texts a corpus-fitted encoder needs (see ``toolwild.synth.embedding.TokenEmbedder``)."""
+"""Texts a corpus-fitted encoder needs (see ``toolwild.synth.embedders.token.TokenEmbedder``)."""
 _BLOCK = 512
 
 

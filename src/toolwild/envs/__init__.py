@@ -1,1 +1,3 @@
-"""Execution environments: tools that answer calls from explicit state (Python code now; LLM-simulated later)."""
+"""Execution environments: tools that answer calls from explicit state. Python code (:mod:`.toolkit`, the built-in
+domains), recordings (:mod:`.replay`), a simulator model (:mod:`.simulated`) or a live MCP server (:mod:`.mcp`),
+all behind one interface (:mod:`.base`) and opened by reference from :mod:`.registry`."""

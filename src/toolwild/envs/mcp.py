@@ -53,7 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolwild.core.environment import BackendKind, Environment, McpServer
 from toolwild.core.tool import Tool
 from toolwild.envs.base import EnvironmentBackend, Episode, Observation, ToolErrorKind, precheck
-from toolwild.errors import ConfigError, MissingDependencyError
+from toolwild.errors import ConfigError, MissingDependencyError, ToolwildError
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -93,7 +93,7 @@ def _require_sdk() -> None:
             sdk_logger.addHandler(logging.NullHandler())
 
 
-class McpUnavailable(Exception):
+class McpUnavailable(ToolwildError):
     """The server could not be reached or did not answer; the message says why in words."""
 
 

@@ -15,10 +15,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from toolwild.errors import ToolwildError
+
 __all__ = ["PatchError", "PatchOp", "apply_patch"]
 
 
-class PatchError(ValueError):
+class PatchError(ToolwildError, ValueError):
     """A patch that does not apply; nothing of it was applied."""
 
     def __init__(self, index: int, op: str, path: str, reason: str) -> None:

@@ -2,7 +2,9 @@
 
 Built-in Python domains are imported lazily, so one domain's dependencies never burden another. A file names its
 backend: ``replay`` answers from recordings, ``llm`` needs a simulator model (an :class:`~toolwild.llm.client.LLM`
-the caller supplies, so the choice of model and its cache stay with the run).
+the caller supplies, so the choice of model and its cache stay with the run). :func:`open_environment` opens one
+to be called by hand or served (``toolwild env``, ``toolwild serve mcp``): the user's own ledger when one is given,
+and a simulator built from a model name only when the environment needs one.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from toolwild.envs.replay import ReplayEnvironment
 from toolwild.envs.simulated import SimulatedEnvironment
 from toolwild.errors import ConfigError
 from toolwild.llm.client import LLM
+from toolwild.llm.registry import create_llm
 
 __all__ = [
     "ENVIRONMENTS",
@@ -32,6 +35,8 @@ __all__ = [
     "file_sha256",
     "get_environment",
     "ledger_backend",
+    "open_environment",
+    "own_ledger",
     "resolve_environment_file",
     "session_environment",
 ]
@@ -150,6 +155,59 @@ def ledger_backend(
             ledger=path.resolve(), write_through=write_through, allow_outside_includes=outside
         )
     return _ledgers[key]
+
+
+def own_ledger(
+    env: str, ledger: Path | None, *, write_through: bool = False, allow_outside_includes: bool = False
+) -> EnvironmentBackend | None:
+    """The ledger environment on the user's own books when ``ledger`` is given (only with ``env`` ``ledger``), else
+    None; asking for write-through or outside includes without a ledger is refused (they are about that file).
+
+    ``allow_outside_includes`` lets the ledger include files outside its folder; without it
+    ``TOOLWILD_ALLOW_OUTSIDE_INCLUDES`` decides (by default such an include is refused, unread). The messages name
+    the command-line options (``--ledger``, ``--write-through``, ``--allow-outside-includes``), as
+    :func:`ledger_backend`'s do: ``toolwild env`` and ``toolwild serve mcp`` pass them through unchanged.
+
+    Raises:
+        ConfigError: an option without ``ledger``, a ledger with another environment, or a ledger that does not load.
+    """
+    if ledger is None:
+        if write_through:
+            raise ConfigError("--write-through needs --ledger FILE: it writes your own books")
+        if allow_outside_includes:
+            raise ConfigError("--allow-outside-includes needs --ledger FILE: it is about your ledger's includes")
+        return None
+    if env != "ledger":
+        raise ConfigError(f"--ledger works with the ledger environment only, not {env!r}")
+    return ledger_backend(
+        ledger, write_through=write_through, allow_outside_includes=True if allow_outside_includes else None
+    )
+
+
+def open_environment(
+    env: str,
+    *,
+    model: str = "local",
+    base_url: str | None = None,
+    cache: Path | None = None,
+    ledger: Path | None = None,
+    write_through: bool = False,
+    allow_outside_includes: bool = False,
+) -> tuple[EnvironmentBackend, LLM | None]:
+    """The environment a reference names, opened to be called by hand or served: the user's own books when
+    ``ledger`` is given (see :func:`own_ledger`), else :func:`get_environment`, with a simulator built from ``model``
+    (``base_url``, ``cache``) only when the environment is model-simulated (loading a model takes time).
+
+    Returns the backend and the simulator it uses (None when it needs none): the caller closes the simulator.
+    """
+    books = own_ledger(env, ledger, write_through=write_through, allow_outside_includes=allow_outside_includes)
+    if books is not None:
+        return books, None
+    description = describe_environment(env)
+    if description is None or description.backend is not BackendKind.LLM:
+        return get_environment(env), None
+    llm = create_llm(model, base_url=base_url, cache=cache)
+    return get_environment(env, simulator=llm), llm
 
 
 def file_sha256(path: Path) -> str:

@@ -17,6 +17,7 @@ from pydantic import ConfigDict, ValidationError, create_model
 
 from toolwild.core.tool import Effect, Tool
 from toolwild.envs.base import Episode, Observation, ToolErrorKind
+from toolwild.errors import ToolwildError
 
 __all__ = ["ToolFailure", "Toolkit", "tool"]
 
@@ -37,7 +38,7 @@ _SPECS: dict[type, list[Tool]] = {}
 """Each toolkit class's tools, built once (see :meth:`Toolkit.tool_specs`)."""
 
 
-class ToolFailure(Exception):
+class ToolFailure(ToolwildError):
     """Raised by a tool to answer with a typed error."""
 
     def __init__(self, kind: ToolErrorKind, message: str) -> None:

@@ -12,7 +12,7 @@ from toolwild.eval.agents.base import Agent
 from toolwild.eval.agents.model import ModelAgent
 from toolwild.eval.agents.oracle import OracleAgent
 from toolwild.eval.agents.scripted import ScriptedAgent, behaviour_coverage, load_behaviours
-from toolwild.eval.runner import RunConfig
+from toolwild.eval.run_config import RunConfig
 from toolwild.eval.user import UserSimulator, make_user
 from toolwild.llm.cache import CacheMode, ResponseCache
 from toolwild.llm.client import LLM

@@ -19,34 +19,30 @@ import os
 import random
 import statistics
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from toolwild.core.formats.wtb import load_wtb_suite
-from toolwild.core.jsonl import read_jsonl, validation_to_data_error
-from toolwild.core.perturb import PerturbationRecord, suite_perturbation
+from toolwild.core.jsonl import read_jsonl
 from toolwild.core.session import Suite
 from toolwild.core.task import TaskType
 from toolwild.core.verdict import Metrics, SessionVerdict
-from toolwild.errors import ConfigError, DataError
+from toolwild.errors import ConfigError
 from toolwild.eval.metrics.accuracy import compute_metrics, scored_verdicts
-from toolwild.eval.runner import TRAJECTORIES, VERDICTS, RunConfig, load_run_config, rescore_run
+from toolwild.eval.run_dir import TRAJECTORIES, Run, load_run, load_run_config
 
 __all__ = [
     "CategoryRow",
     "Comparison",
     "Figure",
     "Flip",
-    "LoadedRun",
     "PairedDifference",
     "RobustnessRow",
     "RunSummary",
     "compare_runs",
-    "load_run",
+    "load_compared_run",
     "task_anchor",
 ]
 
@@ -190,24 +186,6 @@ class Comparison(BaseModel):
     """Each perturbed run against an unperturbed run (empty when the runs hold no such pair)."""
 
 
-@dataclass
-class LoadedRun:
-    """A run folder read for comparison: its config, the suite's fingerprint and its session verdicts."""
-
-    path: Path
-    config: RunConfig
-    digest: str
-    verdicts: list[SessionVerdict]
-    source: Literal["verdicts.jsonl", "re-scored"]
-    perturbation: PerturbationRecord | None = None
-    """What the run's suite is a perturbation of (None: the suite as it is)."""
-
-    @property
-    def family(self) -> str:
-        """The fingerprint of the suite the run asks about: its base suite's for a perturbed copy, else its own."""
-        return self.perturbation.base if self.perturbation is not None else self.digest
-
-
 def task_anchor(session_id: str, task_index: int) -> str:
     """The fragment that opens a task in a run's ``report.html``: ``task=<session id>/<n>``, where ``n`` is the
     task's number as every page and the terminal show it ("task n/N", counted from 1; ``task_index`` + 1), so a link
@@ -218,7 +196,7 @@ def task_anchor(session_id: str, task_index: int) -> str:
     return f"task={quote(session_id, safe='')}/{task_index + 1}"
 
 
-def load_run(run_dir: Path) -> LoadedRun:
+def load_compared_run(run_dir: Path) -> Run:
     """A run's verdicts: its ``verdicts.jsonl`` when present, else re-scored from its trajectories (no model call).
 
     Re-scoring is what ``toolwild show`` does, so runs made before ``verdicts.jsonl`` existed compare too.
@@ -229,18 +207,10 @@ def load_run(run_dir: Path) -> LoadedRun:
             f"{run_dir} is a run of {config.trials} trials: compare takes runs of one trial (the pooled figures "
             "and pass^k of a trial run are on its scoreboard: toolwild score RUN_DIR)"
         )
-    path = run_dir / VERDICTS
-    if path.exists():
-        suite = _run_suite(config)
-        digest = config.suite_digest or _suite_digest(config, suite)
-        perturbation = suite_perturbation(suite) if suite is not None else None
-        verdicts = _read_verdicts(path, config)
-        _check_finished(run_dir, verdicts, suite, _ran(run_dir))
-        return LoadedRun(run_dir, config, digest, verdicts, "verdicts.jsonl", perturbation)
-    run = rescore_run(run_dir)
-    _check_finished(run_dir, run.verdicts, run.suite, {t.session_id for t in run.trajectories})
-    digest, verdicts = run.suite.fingerprint(), run.verdicts
-    return LoadedRun(run_dir, config, digest, verdicts, "re-scored", suite_perturbation(run.suite))
+    run = load_run(run_dir, stored_verdicts=True)
+    ran = _ran(run_dir) if run.verdicts_source == "verdicts.jsonl" else {t.session_id for t in run.trajectories}
+    _check_finished(run_dir, run.verdicts, run.suite, ran)
+    return run
 
 
 def _check_distinct(run_dirs: Sequence[Path]) -> None:
@@ -249,7 +219,7 @@ def _check_distinct(run_dirs: Sequence[Path]) -> None:
     seen: dict[Path, Path] = {}
     for run_dir in run_dirs:
         if not run_dir.is_dir():
-            continue  # load_run says what is wrong with it
+            continue  # load_compared_run says what is wrong with it
         key = run_dir.resolve()
         for earlier_key, earlier in seen.items():
             if key == earlier_key or os.path.samefile(key, earlier_key):
@@ -293,44 +263,7 @@ def _ran(run_dir: Path) -> set[str]:
     }
 
 
-def _run_suite(config: RunConfig) -> Suite | None:
-    """The run's suite, read for what it records about itself (a perturbation); None when the file is gone (a run
-    whose verdicts are on file still compares as a run of the suite its config names)."""
-    path = Path(config.suite)
-    return load_wtb_suite(path)[0] if path.is_file() else None
-
-
-def _suite_digest(config: RunConfig, suite: Suite | None) -> str:
-    """The fingerprint of a run's suite file, for runs from before ``config.json`` recorded it."""
-    return (suite if suite is not None else load_wtb_suite(Path(config.suite))[0]).fingerprint()
-
-
-def _read_verdicts(path: Path, config: RunConfig) -> list[SessionVerdict]:
-    out: list[SessionVerdict] = []
-    for number, obj in read_jsonl(path):
-        if isinstance(obj, DataError):
-            raise obj
-        try:
-            verdict = SessionVerdict.model_validate(obj)
-        except ValidationError as exc:
-            error = validation_to_data_error(exc)
-            raise DataError(
-                f"not a session verdict: {error.message}", file=path, line=number, field=error.field
-            ) from None
-        if verdict.mode is not config.mode:
-            raise DataError(
-                f"verdict scored in mode {verdict.mode.value}, the run's config says {config.mode.value}",
-                file=path,
-                line=number,
-                field="mode",
-            )
-        out.append(verdict)
-    if not out:
-        raise DataError("no session verdict in the file", file=path)
-    return out
-
-
-def check_comparable(runs: Sequence[LoadedRun]) -> None:
+def check_comparable(runs: Sequence[Run]) -> None:
     """Refuse runs that do not answer the same question, naming both values (the first run is the reference)."""
     if len(runs) < 2:
         raise ConfigError("compare needs at least two run directories")
@@ -351,14 +284,14 @@ def check_comparable(runs: Sequence[LoadedRun]) -> None:
                 )
 
 
-def _named(run: LoadedRun) -> str:
+def _named(run: Run) -> str:
     """A run's suite fingerprint for a message, with its base's when it is a perturbed copy."""
     if run.perturbation is None:
         return run.digest[:12]
     return f"{run.digest[:12]}, a perturbation of {run.perturbation.base[:12]}"
 
 
-def _scored(run: LoadedRun) -> list[SessionVerdict]:
+def _scored(run: Run) -> list[SessionVerdict]:
     """The sessions a run's metrics count: the rule of ``compute_metrics`` (harness errors never, provider errors
     only when the run asked for it)."""
     return scored_verdicts(run.verdicts, count_provider_errors=run.config.count_provider_errors)
@@ -457,7 +390,7 @@ def _leaderboard_figures(verdicts: Sequence[SessionVerdict], resamples: int, see
 
 
 def _paired(
-    a: int, b: int, runs: Sequence[LoadedRun], resamples: int, seed: int
+    a: int, b: int, runs: Sequence[Run], resamples: int, seed: int
 ) -> tuple[list[PairedDifference], list[Flip]]:
     """Paired bootstrap of B - A over the sessions scored in both runs, and the tasks that flip between them."""
     mine = {v.session_id: v for v in _scored(runs[a])}
@@ -546,7 +479,7 @@ def _cell(leaf: dict | None) -> CategoryCell:
     return CategoryCell(correct=int(leaf["correct_count"]), total=int(leaf["total_count"]), accuracy=leaf["accuracy"])
 
 
-def _labels(runs: Sequence[LoadedRun]) -> list[str]:
+def _labels(runs: Sequence[Run]) -> list[str]:
     """Run folder names, or their paths where two folders share a name (``a/r`` and ``b/r``)."""
     names = [r.path.name for r in runs]
     return [r.path.name if names.count(r.path.name) == 1 else str(r.path) for r in runs]
@@ -564,7 +497,7 @@ def compare_runs(run_dirs: Sequence[Path], *, resamples: int = 10_000, seed: int
         raise ConfigError(f"--resamples must be 0 or more, not {resamples}")
     if len(run_dirs) < 2:
         raise ConfigError("compare needs at least two run directories")
-    runs = [load_run(Path(d)) for d in run_dirs]  # a folder that is no run (or a trial run) is refused first
+    runs = [load_compared_run(Path(d)) for d in run_dirs]  # a folder that is no run (or a trial run) is refused first
     _check_distinct([Path(d) for d in run_dirs])
     check_comparable(runs)
     metrics = [
@@ -584,7 +517,7 @@ def compare_runs(run_dirs: Sequence[Path], *, resamples: int = 10_000, seed: int
             agent=run.config.agent,
             model=run.config.model,
             sessions=len(_scored(run)),
-            verdicts_source=run.source,
+            verdicts_source=run.verdicts_source,
             figures=_leaderboard_figures(_scored(run), resamples, seed),
             perturbation=run.perturbation.label() if run.perturbation is not None else None,
         )
@@ -615,7 +548,7 @@ def compare_runs(run_dirs: Sequence[Path], *, resamples: int = 10_000, seed: int
     )
 
 
-def _unperturbed_for(run: LoadedRun, runs: Sequence[LoadedRun]) -> int | None:
+def _unperturbed_for(run: Run, runs: Sequence[Run]) -> int | None:
     """The unperturbed run a perturbed one is measured against: the first with the same agent and model, else the
     first unperturbed run (None when every run is perturbed)."""
     plain = [i for i, r in enumerate(runs) if r.perturbation is None]
@@ -630,7 +563,7 @@ def _oriented(pair: PairedDifference, a: int, b: int) -> PairedDifference:
     return pair.model_copy(update={"a": a, "b": b, "point": -pair.point, "low": -pair.high, "high": -pair.low})
 
 
-def _robustness(runs: Sequence[LoadedRun], pairs: Sequence[PairedDifference]) -> list[RobustnessRow]:
+def _robustness(runs: Sequence[Run], pairs: Sequence[PairedDifference]) -> list[RobustnessRow]:
     """Each perturbed run's paired deltas against its unperturbed run (reusing the pairs already drawn)."""
     rows = []
     for k, run in enumerate(runs):

@@ -9,238 +9,64 @@ a *provider error* (after retries) leaves its session out of accuracy and listed
 that raised, a toolwild bug) is listed, stops the run from starting more sessions, and makes the command exit
 non-zero.
 
-Trials (``RunConfig.trials`` = k): every session is run k times; the unit of work, of the checkpoint and of resuming
-is one (session, trial) pair. Trial 0 keeps the run directory's own files (``trajectories.jsonl``,
-``verdicts.jsonl``), so a run of one trial is byte for byte a run from before trials and every reader of one trial
-(``show``, ``report``'s viewer, ``compare``, ``--export-wtb-result``) reads trial 0 as it always did; trial t >= 1
-keeps the same two files in ``trials/<t>/``. Each trial's file is resumed exactly as a one-trial run's is.
-
-Forked runs (``RunConfig.history`` = ``forked``): every session is run once per task boundary i (a *fork*: tasks
-before i teacher-forced, tasks from i on free; see :mod:`toolwild.eval.session`). The unit is one (session, fork)
-pair and the layout is that of trials: fork 0 (the plain free run) keeps the run directory's own files, so every
-reader of one run (``show``, ``report``'s viewer, ``compare``, ``--export-wtb-result``) reads the free run; fork
-i >= 1 keeps ``trajectories.jsonl`` and ``verdicts.jsonl`` in ``forks/<i>/``, with a line for each session of more
-than i tasks. A fork's trajectory holds every task of its session: the teacher-forced ones as their gold steps
-(what the agent was shown), so it scores and shows like any other. A forked run has one trial and the recorded
-user (more is refused: the forks already multiply the work).
+Trials and forks are run as parts of one run: the unit of work is one (session, trial) or (session, fork) pair,
+each kept and resumed in its part's folder (the layout: :mod:`toolwild.eval.run_dir`). A forked run has one trial
+and the recorded user (more is refused: the forks already multiply the work).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
-
-from pydantic import (
-    AliasChoices,
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializerFunctionWrapHandler,
-    ValidationError,
-    model_serializer,
-)
+from typing import IO
 
 from toolwild.core.files import write_text_atomic
-from toolwild.core.formats.results import append_trajectory, task_digest, trajectory_mismatch
-from toolwild.core.formats.wtb import load_wtb_suite
-from toolwild.core.jsonl import read_jsonl, validation_to_data_error
+from toolwild.core.formats.results import append_trajectory
 from toolwild.core.session import Session, Suite
 from toolwild.core.trajectory import Step, Trajectory, TrajectoryStatus
-from toolwild.core.verdict import ScoringMode, SessionVerdict
+from toolwild.core.verdict import SessionVerdict
 from toolwild.envs.registry import session_environment
-from toolwild.errors import (
-    CacheMissError,
-    ConfigError,
-    DataError,
-    HarnessError,
-    ScoringError,
-    TransientBackendError,
-)
+from toolwild.errors import CacheMissError, ConfigError, HarnessError, TransientBackendError
 from toolwild.eval.agents.base import Agent, AgentContext
 from toolwild.eval.agents.model import ModelAgent
-from toolwild.eval.interactive import run_interactive_session, score_interactive_suite, score_with_user
+from toolwild.eval.build import build_agent, build_simulator, build_user
+from toolwild.eval.interactive import run_interactive_session, score_with_user
+from toolwild.eval.run_config import RunConfig
+from toolwild.eval.run_dir import (
+    CONFIG,
+    TRAJECTORIES,
+    fork_count,
+    fork_dir,
+    fork_sessions,
+    load_run_config,
+    load_run_trajectories,
+    trial_dir,
+)
 from toolwild.eval.scoring.dag import GoldDag
-from toolwild.eval.scoring.session import failed_session, score_session, score_suite
+from toolwild.eval.scoring.session import failed_session, score_session
 from toolwild.eval.session import HistoryMode, run_session
 from toolwild.eval.user import UserSimulator
-from toolwild.eval.user_audit import UserAuditReport, load_user_audit, user_failures
 from toolwild.llm.client import LLM
 from toolwild.run import Executor, LocalExecutor, Unit
 from toolwild.run.lock import OutputLock
 
 __all__ = [
-    "FORKS",
-    "TRAJECTORIES",
-    "TRIALS",
-    "USER_AUDIT",
-    "VERDICTS",
-    "EncodedVerdicts",
     "EvalWorker",
-    "RescoredRun",
-    "RunConfig",
     "RunProgress",
     "SessionTrial",
     "agent_for_trial",
-    "check_exists",
-    "check_fork",
-    "check_result_file",
-    "check_run_suite",
-    "check_trial",
-    "fork_count",
-    "fork_dir",
-    "fork_sessions",
-    "forked_task_runs",
-    "load_run_config",
-    "load_run_trajectories",
-    "mark_user_failures",
-    "missing_note",
-    "rescore_run",
-    "result_missing_note",
     "run_suite",
     "run_trials",
-    "score_forks",
-    "score_trials",
-    "trial_dir",
-    "verdict_line",
-    "write_fork_verdicts",
-    "write_trial_verdicts",
-    "write_verdicts",
 ]
 
-TRAJECTORIES = "trajectories.jsonl"
-VERDICTS = "verdicts.jsonl"
-"""Per-session verdicts of a run, rewritten whole at the end (like metrics.json), so a resumed run's file is whole."""
-TRIALS = "trials"
-"""Folder of a trial run that holds trials 1..k-1 (``trials/<t>/trajectories.jsonl``, ``trials/<t>/verdicts.jsonl``)."""
-FORKS = "forks"
-"""Folder of a forked run that holds forks 1..n-1 (``forks/<i>/trajectories.jsonl``, ``forks/<i>/verdicts.jsonl``)."""
-USER_AUDIT = "user_audit.json"
-"""The audit of a run's simulated user (``--user model:M``), made before the agent runs: what
-``--exclude-user-failures`` reads."""
 log = logging.getLogger(__name__)
-
-
-def trial_dir(run_dir: Path, trial: int) -> Path:
-    """Where trial ``trial`` keeps its trajectories and verdicts: the run directory itself for trial 0 (a run of one
-    trial is exactly a run from before trials), ``trials/<t>/`` for the others."""
-    return run_dir if trial == 0 else run_dir / TRIALS / str(trial)
-
-
-def fork_dir(run_dir: Path, fork: int) -> Path:
-    """Where fork ``fork`` of a forked run keeps its trajectories and verdicts: the run directory itself for fork 0
-    (the free run), ``forks/<i>/`` for the others."""
-    return run_dir if fork == 0 else run_dir / FORKS / str(fork)
-
-
-def _part_dir(run_dir: Path, trial: int, fork: int) -> Path:
-    """The folder of one trial or one fork (a run has several of one kind at most)."""
-    return fork_dir(run_dir, fork) if fork else trial_dir(run_dir, trial)
-
-
-def fork_count(suite: Suite) -> int:
-    """Forks of a forked run: one per task boundary of its longest session (fork i runs the sessions of more than
-    i tasks)."""
-    return max((len(s.tasks) for s in suite.sessions), default=0)
-
-
-def fork_sessions(suite: Suite, fork: int) -> Suite:
-    """The sessions fork ``fork`` runs: those with more than ``fork`` tasks (in the suite's order)."""
-    return suite.model_copy(update={"sessions": [s for s in suite.sessions if len(s.tasks) > fork]})
-
-
-def forked_task_runs(suite: Suite) -> int:
-    """Task-runs of a forked run: per session of n tasks, fork i runs its n - i last tasks, so n(n+1)/2 in all (a
-    free or ``wtb`` run makes n)."""
-    return sum(len(s.tasks) * (len(s.tasks) + 1) // 2 for s in suite.sessions)
-
-
-class RunConfig(BaseModel):
-    """Everything needed to reproduce a run (saved as ``config.json``; never holds a secret)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    format_version: int = 1
-    suite: str
-    """Absolute path of the suite file."""
-    suite_digest: str | None = None
-    """``Suite.fingerprint()`` of the suite the run used: re-scoring refuses any other suite."""
-    agent: str = "model"
-    model: str | None = None
-    base_url: str | None = None
-    prompt_mode: bool | None = None
-    history: HistoryMode = HistoryMode.WTB
-    mode: ScoringMode = ScoringMode.WTB
-    concurrency: int = Field(default=8, ge=1)
-    session_timeout_s: float | None = Field(default=1800.0, gt=0)
-    request_timeout_s: float | None = Field(default=None, gt=0)
-    """Per-request limit of the model client (None: the client's default)."""
-    max_steps_per_task: int = Field(default=32, ge=1)
-    temperature: float = 0.0
-    seed: int = 0
-    """The model's request seed of trial 0; trial t sends ``seed + t``."""
-    trials: int = Field(default=1, ge=1)
-    """Times every session is run (``--trials``). Left out of ``config.json`` when 1, so a one-trial run's file is
-    the one written before trials existed."""
-    max_tokens: int | None = 1024
-    count_provider_errors: bool = Field(
-        default=False, validation_alias=AliasChoices("count_provider_errors", "count_infra_errors")
-    )
-    cache: str = "read-write"
-    env_model: str | None = None
-    """The model that simulates ``llm`` environments (free mode), if the suite uses any."""
-    user: str = "recorded"
-    """Who answers the agent: ``recorded`` (the suite's recorded replies to the gold's questions, the published
-    protocol) or ``model:M`` (a simulated user, :mod:`toolwild.eval.user`: free history, scored by
-    :func:`~toolwild.eval.interactive.score_interactive_session` in ``strict`` mode)."""
-    user_temperature: float = 0.0
-    """Sampling temperature of a simulated user (trial t seeds it with ``seed + t``)."""
-    user_prompt_version: str | None = None
-    user_prompt_sha256: str | None = None
-    """A simulated user's prompt file (``prompts/user.md``): its version line and the sha256 of its bytes."""
-    exclude_user_failures: bool = False
-    """Leave out the sessions the run's user audit (:data:`USER_AUDIT`) found the simulated user breaking."""
-
-    @model_serializer(mode="wrap")
-    def _one_trial_is_implied(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """``trials`` is written only when it is not 1 (see the field), the simulated user's fields only when there
-        is one: a run of before either is written as it was."""
-        data = handler(self)
-        if self.trials == 1:
-            data.pop("trials", None)
-        if self.user == "recorded":
-            for key in (
-                "user",
-                "user_temperature",
-                "user_prompt_version",
-                "user_prompt_sha256",
-                "exclude_user_failures",
-            ):
-                data.pop(key, None)
-        return data
-
-
-def check_fork(config: RunConfig, suite: Suite, fork: int) -> None:
-    """Refuse a fork the run does not have, naming the ones it has."""
-    if fork == 0:
-        return
-    if config.history is not HistoryMode.FORKED:
-        raise ConfigError(f"the run has no fork {fork}: it is not a forked run (--history {config.history.value})")
-    if not 0 < fork < fork_count(suite):
-        raise ConfigError(f"the run has no fork {fork}: it has forks 0..{fork_count(suite) - 1}")
-
-
-def check_trial(config: RunConfig, trial: int) -> None:
-    """Refuse a trial the run does not have, naming the ones it has."""
-    if not 0 <= trial < config.trials:
-        have = "only trial 0" if config.trials == 1 else f"trials 0..{config.trials - 1}"
-        raise ConfigError(f"the run has no trial {trial}: it has {have}")
+_TRIAL_UNITS = {False: "sessions", True: "session trials"}
+"""A run's unit, for display, by whether it has several trials (a forked run's is ``session forks``)."""
 
 
 @dataclass
@@ -271,164 +97,15 @@ class RunProgress:
     model_failures: int = 0
     """Tasks the agent failed by its own fault (raised, unusable output, step budget, time limit)."""
     tokens: int = 0
+    unit: str = "sessions"
+    """What a unit of the run is, for display: ``sessions``, ``session trials`` or ``session forks``."""
+    turn: str = "model calls"
+    """What one of the agent's turns is, for display: ``model calls`` for a model agent, else ``steps``."""
 
     @property
     def task_accuracy(self) -> float:
         """Running task accuracy over the sessions finished so far."""
         return self.tasks_correct / self.tasks if self.tasks else 0.0
-
-
-def check_exists(path: Path) -> None:
-    """Refuse a path that names nothing, before anything else is asked of it: a mistyped run folder or result file
-    would otherwise be taken for a result file and get a message about a missing ``--suite``."""
-    if not path.exists():
-        raise ConfigError(f"no such file or folder: {path}")
-
-
-def load_run_config(run_dir: Path) -> RunConfig:
-    """The config of a run directory, or a ConfigError that says what is wrong with it and what to do."""
-    path = run_dir / "config.json"
-    if not run_dir.is_dir():
-        raise ConfigError(f"{run_dir} is not a run directory (no such folder)")
-    if not path.exists():
-        raise ConfigError(
-            f"{run_dir} is not a run directory (no config.json): if a run was killed before it started, start it "
-            "again with --name"
-        )
-    try:
-        text = path.read_bytes().decode("utf-8")
-        return RunConfig.model_validate_json(text)
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except ValidationError as exc:
-        raise ConfigError(f"{path}: not a run config: {validation_to_data_error(exc)}") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-
-
-def load_run_trajectories(
-    run_dir: Path,
-    *,
-    repair: bool = False,
-    suite: Suite | None = None,
-    trial: int = 0,
-    fork: int = 0,
-    torn: list[DataError] | None = None,
-) -> list[Trajectory]:
-    """Finished trajectories of a run directory (last line per session wins), of one trial (default trial 0) or one
-    fork of a forked run.
-
-    Args:
-        run_dir: the run directory.
-        repair: rewrite the file without a torn last line and without provider- or harness-error sessions (used
-            when resuming, so that the resumed run appends the redone sessions without duplicating them).
-        suite: when given, a trajectory must belong to one of its sessions and hold every task of it (a line that
-            does not is not a result of this run: a DataError names it).
-        trial: which trial's file (see :func:`trial_dir`).
-        fork: which fork's file (see :func:`fork_dir`); with ``suite``, a session of that file must have more than
-            ``fork`` tasks.
-        torn: when given, a torn last line (left out: its session did not finish) is added to it as a DataError
-            naming file and line, so a reader that shows the run can say so instead of leaving it out in silence.
-
-    Raises:
-        DataError: a line that is not a trajectory (bad bytes, bad JSON, bad fields), other than a torn last line.
-    """
-    path = _part_dir(run_dir, trial, fork) / TRAJECTORIES
-    if not path.exists():
-        return []
-    records = list(read_jsonl(path))
-    kept: dict[str, Trajectory] = {}
-    for position, (number, obj) in enumerate(records, start=1):
-        last = position == len(records)
-        try:
-            if isinstance(obj, DataError):
-                raise obj
-            traj = Trajectory.model_validate(obj)
-        except (DataError, ValidationError) as exc:
-            if last:  # a write cut short by a kill: the session simply was not finished
-                if torn is not None:
-                    error = exc if isinstance(exc, DataError) else validation_to_data_error(exc)
-                    torn.append(
-                        DataError(
-                            f"the last line is cut short (a write stopped by a kill; {error.message}): its session "
-                            "did not finish",
-                            file=path,
-                            line=number,
-                        )
-                    )
-                continue
-            error = exc if isinstance(exc, DataError) else validation_to_data_error(exc)
-            raise DataError(f"not a trajectory: {error}", file=path, line=number) from None
-        if suite is not None:
-            session = suite.session(traj.session_id)
-            if session is None:
-                raise DataError(f"session {traj.session_id!r} is not in the run's suite", file=path, line=number)
-            mismatch = trajectory_mismatch(traj, session)
-            if mismatch is not None:
-                raise mismatch.located(file=path, line=number)
-            if fork >= len(session.tasks):
-                raise DataError(
-                    f"session {traj.session_id!r} has {len(session.tasks)} task(s): it has no fork {fork}",
-                    file=path,
-                    line=number,
-                )
-            if traj.status is TrajectoryStatus.OK and len(traj.tasks) != len(session.tasks):
-                raise DataError(
-                    f"session {traj.session_id!r} has {len(traj.tasks)} task(s) here and {len(session.tasks)} in "
-                    "the suite: not a finished session of this run",
-                    file=path,
-                    line=number,
-                    field="tasks",
-                )
-        kept[traj.session_id] = traj
-    if repair:
-        final = {sid: t for sid, t in kept.items() if t.final}
-        lines = (json.dumps(t.model_dump(mode="json"), ensure_ascii=False) + "\n" for t in final.values())
-        write_text_atomic(path, "".join(lines))
-        return list(final.values())
-    return list(kept.values())
-
-
-EncodedVerdicts = dict[str, tuple[SessionVerdict, str]]
-"""Verdict lines already encoded (:func:`verdict_line`), per session id, with the verdict each was made from."""
-
-
-def verdict_line(verdict: SessionVerdict) -> str:
-    """A verdict as its ``verdicts.jsonl`` line."""
-    return json.dumps(verdict.model_dump(mode="json"), ensure_ascii=False) + "\n"
-
-
-def write_verdicts(path: Path, verdicts: list[SessionVerdict], encoded: EncodedVerdicts | None = None) -> None:
-    """One ``SessionVerdict`` per line, written atomically: the one writer of ``eval``'s ``verdicts.jsonl`` and of
-    ``score --verdicts``, so both files hold the same content for the same run.
-
-    ``encoded``: lines made as the sessions ended (``eval`` makes them while the run waits on the model), used for
-    the very verdict objects they were made from; any other verdict is encoded here.
-    """
-    lines = []
-    for v in verdicts:
-        done = encoded.get(v.session_id) if encoded else None
-        lines.append(done[1] if done is not None and done[0] is v else verdict_line(v))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, "".join(lines))
-
-
-def write_trial_verdicts(
-    run_dir: Path, by_trial: list[list[SessionVerdict]], encoded: list[EncodedVerdicts] | None = None
-) -> None:
-    """Every trial's ``verdicts.jsonl`` in its own folder (trial 0's is the run's own ``verdicts.jsonl``);
-    ``encoded``: each trial's lines made as its sessions ended (see :func:`write_verdicts`)."""
-    for trial, verdicts in enumerate(by_trial):
-        write_verdicts(trial_dir(run_dir, trial) / VERDICTS, verdicts, encoded[trial] if encoded else None)
-
-
-def write_fork_verdicts(
-    run_dir: Path, by_fork: list[list[SessionVerdict]], encoded: list[EncodedVerdicts] | None = None
-) -> None:
-    """Every fork's ``verdicts.jsonl`` in its own folder (fork 0's, the free run's, is the run's own);
-    ``encoded``: as for :func:`write_trial_verdicts`."""
-    for fork, verdicts in enumerate(by_fork):
-        write_verdicts(fork_dir(run_dir, fork) / VERDICTS, verdicts, encoded[fork] if encoded else None)
 
 
 @dataclass(frozen=True)
@@ -547,8 +224,6 @@ class EvalWorker:
     async def aopen(self) -> tuple[Agent, LLM | None, LLM | None]:
         """The agent, its model client and the simulator (built once)."""
         if self._opened is None:
-            from toolwild.eval.build import build_agent, build_simulator, build_user
-
             live = self.config.model_copy(update={"base_url": self.live_base_url or self.config.base_url})
             agent, llm = build_agent(live, self.run_dir)
             self._opened = (agent, llm, build_simulator(live, self.run_dir, llm))
@@ -795,7 +470,7 @@ async def _run_parts(
                 )
         done = [{} for _ in parts]
     config = config.model_copy(update={"suite_digest": digest})
-    write_text_atomic(run_dir / "config.json", config.model_dump_json(indent=2) + "\n")
+    write_text_atomic(run_dir / CONFIG, config.model_dump_json(indent=2) + "\n")
     if config.history.live:  # a missing environment or simulator is a setup error: say it before any call
         distinct = {(s.environment, str(s.extra.get("ledger_file"))): s for s in suite.sessions if s.environment}
         for _key, first in sorted(distinct.items()):
@@ -803,6 +478,8 @@ async def _run_parts(
     progress = RunProgress(
         total=sum(len(p.sessions) for p in parts),
         total_tasks=sum(len(s.tasks) - p.fork for p in parts for s in p.sessions),
+        unit="session forks" if config.history is HistoryMode.FORKED else _TRIAL_UNITS[config.trials > 1],
+        turn="model calls" if config.agent == "model" else "steps",
     )
     live = _Live(progress, on_progress)
     verdicts: list[dict[str, SessionVerdict]] = [{} for _ in parts]
@@ -956,207 +633,3 @@ def _score(session: Session, traj: Trajectory, config: RunConfig, base_dir: Path
         return score_session(session, traj, mode=config.mode, base_dir=base_dir)
     except Exception as exc:
         raise HarnessError(f"scoring session {session.id!r} failed: {type(exc).__name__}: {exc}") from exc
-
-
-def check_run_suite(config: RunConfig, suite: Suite, suite_path: Path) -> None:
-    """Refuse a suite other than the run's: results of a suite whose session ids overlap would score silently."""
-    if config.suite_digest is None:  # a run from before fingerprints were recorded: nothing to compare
-        return
-    digest = suite.fingerprint()
-    if digest != config.suite_digest:
-        raise ScoringError(
-            f"{suite_path} is not the suite this run used (fingerprint {digest[:12]}, the run's "
-            f"{config.suite_digest[:12]})"
-        )
-
-
-def check_result_file(results: Path, suite: Suite, suite_path: Path, unchecked: list[str]) -> str | None:
-    """Check, against ``suite``, the toolwild trajectories of a result file that carry no task digest (written
-    before :func:`~toolwild.core.formats.results.task_digest` was recorded; ``unchecked`` holds their session ids).
-
-    Why: two suites can share session ids, and such results would score against the wrong tasks without a word. A
-    ``trajectories.jsonl`` still in its run folder (the run's own, or a trial's or a fork's) names the suite it ran
-    in ``config.json``: each unchecked session's tasks are compared with that suite's, so scoring a subset of the
-    run's sessions against a bigger suite still works.
-
-    Returns:
-        None when every line is checked; else a warning to print (the sessions were matched by id alone).
-
-    Raises:
-        ScoringError: a session whose tasks differ from the run's suite's, naming the session, the task and both
-            requests.
-    """
-    if not unchecked:
-        return None
-    found = _run_of_file(results)
-    run_suite: Suite | None = None
-    if found is not None and Path(found.suite).is_file():
-        run_suite = load_wtb_suite(Path(found.suite))[0]
-    if run_suite is None:
-        return (
-            f"{results}: {len(unchecked)} session(s) ({', '.join(unchecked[:3])}{', …' if len(unchecked) > 3 else ''}) "
-            "carry no task digest (written by an older toolwild) and no run folder names their suite: they were "
-            f"matched to {suite_path} by session id alone"
-        )
-    for sid in unchecked:
-        mine, theirs = run_suite.session(sid), suite.session(sid)
-        if mine is None or theirs is None:
-            continue  # an id the run's suite lacks: the scorer refuses it
-        for k, (ran, asked) in enumerate(zip(mine.tasks, theirs.tasks, strict=False)):
-            if task_digest(ran) != task_digest(asked):
-                raise ScoringError(
-                    f"{results}: session {sid!r}, task {k + 1}: the run ran {ran.utterance[:80]!r} (its suite "
-                    f"{found.suite if found else '?'}), but {suite_path} asks {asked.utterance[:80]!r}: the results "
-                    "belong to another suite"
-                )
-        if len(mine.tasks) != len(theirs.tasks):
-            raise ScoringError(
-                f"{results}: session {sid!r} has {len(mine.tasks)} task(s) in the run's suite and "
-                f"{len(theirs.tasks)} in {suite_path}: the results belong to another suite"
-            )
-    return None
-
-
-def _run_of_file(results: Path) -> RunConfig | None:
-    """The config of the run a ``trajectories.jsonl`` belongs to, if it still sits in its run folder (directly, or
-    in a trial's or fork's folder); None for any other file."""
-    if results.name != TRAJECTORIES:
-        return None
-    folder = results.resolve().parent
-    candidates = [folder]
-    if folder.parent.name in (TRIALS, FORKS):
-        candidates.append(folder.parent.parent)
-    for run_dir in candidates:
-        if (run_dir / "config.json").is_file():
-            try:
-                return load_run_config(run_dir)
-            except ConfigError:
-                return None
-    return None
-
-
-@dataclass
-class RescoredRun:
-    """A run directory read back: its config, suite, trajectories, and verdicts scored again in its own mode (of
-    one trial: ``trial``, or one fork of a forked run: ``fork``, whose ``suite`` is then the sessions it ran)."""
-
-    config: RunConfig
-    suite: Suite
-    trajectories: list[Trajectory]
-    verdicts: list[SessionVerdict]
-    trial: int = 0
-    fork: int = 0
-    missing: list[str] = field(default_factory=list)
-    """Sessions of ``suite`` with no result in the run (an unfinished run: killed, or still going), in suite order;
-    with ``missing_as_failed`` their verdicts are failed ones, as ``toolwild score`` counts them."""
-    torn: list[DataError] = field(default_factory=list)
-    """The run's torn last line (file and line), if it has one: a write a kill cut short."""
-
-
-def rescore_run(run_dir: Path, *, missing_as_failed: bool = False, trial: int = 0, fork: int = 0) -> RescoredRun:
-    """Score a run again from its trajectories (no model call): what ``show``, ``report`` and ``compare`` read, so a
-    run made before ``verdicts.jsonl`` existed is read the same way as a new one. ``trial``: which trial of a trial
-    run, ``fork``: which fork of a forked run (default 0, the run's own files). The sessions without a result and a
-    torn last line are returned (``missing``, ``torn``), so that no reader shows a part of a run as the whole."""
-    config = load_run_config(run_dir)
-    check_trial(config, trial)
-    suite_path = Path(config.suite)
-    suite, _report = load_wtb_suite(suite_path)
-    check_run_suite(config, suite, suite_path)
-    check_fork(config, suite, fork)
-    torn: list[DataError] = []
-    trajectories = load_run_trajectories(run_dir, suite=suite, trial=trial, fork=fork, torn=torn)
-    if not trajectories:
-        which = f" in trial {trial}" if config.trials > 1 else (f" in fork {fork}" if fork else "")
-        cut = f" ({torn[0]})" if torn else ""
-        raise ConfigError(f"{run_dir}: the run has no finished session{which} yet{cut}")
-    part = fork_sessions(suite, fork) if fork else suite
-    verdicts = _score_suite(run_dir, config, part, trajectories, mode=config.mode, missing_as_failed=missing_as_failed)
-    found = {t.session_id for t in trajectories}
-    missing = [s.id for s in part.sessions if s.id not in found]
-    return RescoredRun(config, part, trajectories, verdicts, trial, fork, missing, torn)
-
-
-def missing_note(
-    run_dir: Path,
-    missing: list[str],
-    total: int,
-    *,
-    unit: str = "session(s)",
-    counted: str = "they count as failed",
-    limit: int = 5,
-) -> str:
-    """One line saying that a run is unfinished: how many sessions (or ``unit``: a trial run's (session, trial)
-    pairs) have no result, the first few, how they count (``counted``: failed, as ``toolwild score`` counts them)
-    and how to finish it."""
-    shown = ", ".join(missing[:limit]) + (f" and {len(missing) - limit} more" if len(missing) > limit else "")
-    return (
-        f"{run_dir} is unfinished: {len(missing)} of {total} {unit} have no result ({shown}); {counted}, so the "
-        f"figures are incomplete. Finish the run: toolwild eval --resume {run_dir}"
-    )
-
-
-def result_missing_note(results: Path, missing: list[str], total: int, *, limit: int = 5) -> str:
-    """One line saying that a result file lacks sessions of its suite: how many, the first few ids, and how they
-    count (failed, as ``toolwild score`` counts them)."""
-    shown = ", ".join(missing[:limit]) + (f" and {len(missing) - limit} more" if len(missing) > limit else "")
-    return (
-        f"{results} has no result for {len(missing)} of {total} session(s) of the suite ({shown}): they count as failed"
-    )
-
-
-def score_trials(
-    run_dir: Path, config: RunConfig, suite: Suite, *, mode: ScoringMode, torn: list[DataError] | None = None
-) -> tuple[list[list[Trajectory]], list[list[SessionVerdict]]]:
-    """Every trial of a run scored again (``toolwild score RUN_DIR``): each trial's trajectories and verdicts, a
-    session without a result in a trial counting as failed in that trial (as ``score`` counts a missing session).
-    A forked run's forks are its parts here (:func:`score_forks`). ``torn`` collects torn last lines (see
-    :func:`load_run_trajectories`)."""
-    if config.history is HistoryMode.FORKED:
-        return score_forks(run_dir, config, suite, mode=mode, torn=torn)
-    trajectories = [load_run_trajectories(run_dir, suite=suite, trial=t, torn=torn) for t in range(config.trials)]
-    verdicts = [_score_suite(run_dir, config, suite, found, mode=mode) for found in trajectories]
-    return trajectories, verdicts
-
-
-def score_forks(
-    run_dir: Path, config: RunConfig, suite: Suite, *, mode: ScoringMode, torn: list[DataError] | None = None
-) -> tuple[list[list[Trajectory]], list[list[SessionVerdict]]]:
-    """Every fork of a forked run scored again: per fork i, its trajectories and the verdicts of the sessions of
-    more than i tasks, one without a result in that fork counting as failed there."""
-    trajectories = [load_run_trajectories(run_dir, suite=suite, fork=i, torn=torn) for i in range(fork_count(suite))]
-    verdicts = [
-        _score_suite(run_dir, config, fork_sessions(suite, i), found, mode=mode) for i, found in enumerate(trajectories)
-    ]
-    return trajectories, verdicts
-
-
-def _score_suite(
-    run_dir: Path,
-    config: RunConfig,
-    suite: Suite,
-    trajectories: list[Trajectory],
-    *,
-    mode: ScoringMode,
-    missing_as_failed: bool = True,
-) -> list[SessionVerdict]:
-    """A trial's verdicts as the run scores them: interactively with a simulated user (the sessions its audit
-    found broken left out when the run asked for it), else by the live loop's judge in ``mode``."""
-    if config.user == "recorded":
-        return score_suite(suite, trajectories, mode=mode, missing_as_failed=missing_as_failed)
-    verdicts = score_interactive_suite(suite, trajectories, missing_as_failed=missing_as_failed)
-    if config.exclude_user_failures and (run_dir / USER_AUDIT).exists():
-        mark_user_failures(verdicts, load_user_audit(run_dir / USER_AUDIT))
-    return verdicts
-
-
-def mark_user_failures(verdicts: list[SessionVerdict], report: UserAuditReport) -> int:
-    """Leave out (``user_error``) the sessions the user audit found the simulator breaking; returns how many."""
-    broken = {b.session_id: b for b in report.broken if b.session_id in user_failures(report)}
-    marked = 0
-    for verdict in verdicts:
-        found = broken.get(verdict.session_id)
-        if found is not None and verdict.user_error is None:
-            verdict.user_error = f"excluded: the user audit found the simulator breaking it ({found.why[0]})"
-            marked += 1
-    return marked

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from toolwild.errors import StructuredOutputError
+from toolwild.errors import StructuredOutputError, ToolwildError
 from toolwild.llm.client import LLM
 from toolwild.llm.types import ChatRequest
 
@@ -81,7 +81,7 @@ async def generate_structured(
     )
 
 
-class InvalidReply(ValueError):
+class InvalidReply(ToolwildError, ValueError):
     """Raised by a reply check: the message (a few ``- where: what`` lines) is shown to the model to fix."""
 
 

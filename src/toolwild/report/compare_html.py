@@ -18,6 +18,7 @@ import plotly.offline
 
 from toolwild.core.files import write_text_atomic
 from toolwild.eval.compare import HEADLINE, Comparison, Figure
+from toolwild.eval.run_dir import REPORT
 from toolwild.report.figures import LEGEND_ON_TOP as _LEGEND_ON_TOP
 from toolwild.report.figures import MODEBAR_MARGIN
 
@@ -239,7 +240,7 @@ def _delta_span(delta: float) -> str:
 
 def _report_href(run_path: str, anchor: str, out_dir: Path) -> str:
     """A link to a task in a run's report.html, relative to the page (the folder moves with its runs)."""
-    target = Path(run_path) / "report.html"
+    target = Path(run_path) / REPORT
     try:
         rel = os.path.relpath(target, out_dir.resolve())
     except ValueError:  # another drive (Windows): an absolute file path still opens offline

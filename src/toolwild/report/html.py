@@ -23,7 +23,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from toolwild import __version__
+from toolwild._version import __version__
 from toolwild.core.formats.results import load_trajectories
 from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.jsonl import LoadReport
@@ -31,18 +31,17 @@ from toolwild.core.session import Session, Suite
 from toolwild.core.task import ANSWER_ACTION, ASK_ACTION, Task
 from toolwild.core.trajectory import Step, TaskTrajectory, Trajectory
 from toolwild.core.verdict import Metrics, ScoringMode, SessionVerdict, StepVerdict, TaskVerdict
-from toolwild.errors import ConfigError, DataError
+from toolwild.errors import ConfigError
 from toolwild.eval.metrics.accuracy import compute_metrics
-from toolwild.eval.metrics.forked import compute_forked_metrics
-from toolwild.eval.metrics.passk import compute_trial_metrics
-from toolwild.eval.runner import (
-    RunConfig,
+from toolwild.eval.run_config import RunConfig
+from toolwild.eval.run_dir import (
+    REPORT,
     check_result_file,
+    load_metrics,
+    load_run,
     load_run_config,
     missing_note,
-    rescore_run,
     result_missing_note,
-    score_trials,
 )
 from toolwild.eval.scoring.dag import GoldDag, Position
 from toolwild.eval.scoring.session import score_suite
@@ -53,14 +52,13 @@ __all__ = [
     "RunView",
     "encode_records",
     "load_result_view",
-    "load_run",
+    "load_run_view",
     "plotly_js",
     "render_report",
     "write_report",
     "write_result_report",
 ]
 
-REPORT = "report.html"
 TEXT_LIMIT = 4000
 """Characters of an observation, reply or gold observation kept in the page (the rest is in the run's files)."""
 MAX_PATHS = 6
@@ -103,11 +101,11 @@ class RunView:
         )
 
 
-def load_run(run_dir: Path, *, missing_as_failed: bool = False, trial: int = 0, fork: int = 0) -> RunView:
+def load_run_view(run_dir: Path, *, missing_as_failed: bool = False, trial: int = 0, fork: int = 0) -> RunView:
     """The run's sessions, trajectories and verdicts (scored again from its trajectories in its own mode), of one
     trial of a trial run or one fork of a forked run (default 0, the run's own files), with the sessions that have
     no result yet and a torn last line, if any."""
-    run = rescore_run(run_dir, missing_as_failed=missing_as_failed, trial=trial, fork=fork)
+    run = load_run(run_dir, missing_as_failed=missing_as_failed, trial=trial, fork=fork)
     view = RunView.of(run.suite, run.trajectories, run.verdicts, run.config)
     view.missing = run.missing
     view.notes = [str(t) for t in run.torn]
@@ -133,24 +131,12 @@ def load_result_view(
 
 
 def _run_metrics(run_dir: Path, view: RunView) -> Metrics:
-    """The run's metrics.json (the scoreboard's numbers); computed from the verdicts when the run has none yet."""
-    path = run_dir / "metrics.json"
-    if path.is_file():
-        try:
-            return Metrics.model_validate_json(path.read_bytes())
-        except ValueError as exc:
-            raise DataError(f"not readable metrics JSON: {exc}", file=str(path)) from None
+    """The run's metrics (:func:`~toolwild.eval.run_dir.load_metrics`), named after the model its trajectories
+    name, else its agent."""
     config = view.config
     assert config is not None
     name = next((t.model for t in view.trajectories.values() if t.model), None) or config.agent
-    by_trial = [view.verdicts]
-    forked = config.history is HistoryMode.FORKED
-    if config.trials > 1 or forked:  # every trial (or fork), as eval and score compute them
-        suite, _report = load_wtb_suite(Path(config.suite))
-        _trajectories, by_trial = score_trials(run_dir, config, suite, mode=config.mode)
-    return (compute_forked_metrics if forked else compute_trial_metrics)(
-        by_trial, model_name=name, mode=config.mode, count_provider_errors=config.count_provider_errors
-    )
+    return load_metrics(run_dir, config, view.verdicts, model_name=name)
 
 
 def write_report(
@@ -165,7 +151,7 @@ def write_report(
     ``eval`` passes the verdicts and metrics it has just written (``view``, ``metrics``) so the report costs no
     second scoring; ``toolwild report`` loads them from the run directory.
     """
-    view = view or load_run(run_dir, missing_as_failed=True)
+    view = view or load_run_view(run_dir, missing_as_failed=True)
     metrics = metrics or _run_metrics(run_dir, view)
     config = view.config or load_run_config(run_dir)
     forked = config.history is HistoryMode.FORKED

@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from toolwild.errors import ToolwildError
+
 __all__ = ["Unit", "UnitFailure", "fingerprint"]
 
 P = TypeVar("P")
@@ -26,7 +28,7 @@ class Unit(Generic[P]):
     payload: P
 
 
-class UnitFailure(Exception):
+class UnitFailure(ToolwildError):
     """A unit that failed in another process (a provider that kept failing), as the caller sees it: the message
     travels, the exception object (whose class may not survive pickling) does not."""
 

@@ -474,7 +474,7 @@ def _connection(ctx: ServerRequestContext[Any]) -> Any:
 
 
 def _version() -> str:
-    from toolwild import __version__
+    from toolwild._version import __version__
 
     return __version__
 

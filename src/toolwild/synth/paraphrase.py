@@ -304,6 +304,36 @@ async def perturb_with_model(
     return PerturbOutcome(perturbed, record, report)
 
 
+async def perturbed_copy(
+    suite: Suite,
+    kinds: str,
+    *,
+    seed: int = 0,
+    model: str | None = None,
+    base_url: str | None = None,
+    cache: Path | None = None,
+    base_dir: Path | None = None,
+) -> PerturbOutcome:
+    """The perturbed copy of ``suite`` that a ``--perturb`` value asks for (:func:`perturb_with_model`), with the
+    model that rewords utterances built from its name (``model``, ``base_url``, its response ``cache``) only for
+    ``paraphrase``, and closed when done: what ``validate --perturb`` and ``evaluate(perturb=...)`` share.
+
+    Raises:
+        ConfigError: ``paraphrase`` without a model, or a bad value (see :func:`perturb_with_model`).
+    """
+    from toolwild.llm.registry import create_llm
+
+    paraphrase = any(k.name == "paraphrase" for k in parse_kinds(kinds))
+    if paraphrase and model is None:
+        raise ConfigError("--perturb paraphrase needs a model to reword the utterances: give --perturb-model M")
+    llm = create_llm(model, base_url=base_url, cache=cache) if paraphrase and model is not None else None
+    try:
+        return await perturb_with_model(suite, kinds, seed=seed, llm=llm, base_dir=base_dir)
+    finally:
+        if llm is not None:
+            await llm.aclose()
+
+
 def _anchored(suite: Suite, folder: Path) -> Suite:
     """Environment files and ledger snapshots named relative to the suite's folder, made absolute (the perturbed
     copy is written elsewhere, e.g. into a run folder)."""

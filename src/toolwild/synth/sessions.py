@@ -417,8 +417,10 @@ async def synth_sessions(
 ) -> SessionsResult:
     """Generate ``config.n_sessions`` sessions over ``envs`` in memory (session ``i`` uses ``envs[i % len(envs)]``).
 
-    The same job as ``toolwild synth sessions`` (:mod:`toolwild.synth.pipeline`), without the unit log: for tests,
-    benchmarks and library use on suites that fit in memory. The command streams to disk instead.
+    The session job (:class:`~toolwild.synth.session_job.SessionJob`, the one ``toolwild synth sessions`` runs)
+    held in memory: no unit log, no files. Why both: a suite that fits in memory (tests, benchmarks, a notebook)
+    needs no resume; a run that must survive a kill and stream to disk is
+    :func:`toolwild.jobs.sessions.generate_sessions`, which runs this same job under a unit log.
 
     Args:
         envs: environments (see :func:`load_handle`).
@@ -429,7 +431,7 @@ async def synth_sessions(
         providers: who makes each environment's sessions (default: :func:`graph_providers`).
     """
     from toolwild.run import LocalExecutor
-    from toolwild.synth.pipeline import SessionJob
+    from toolwild.synth.session_job import SessionJob
 
     if not envs:
         raise ValueError("no environment to generate sessions on")

@@ -37,6 +37,7 @@ from toolwild.core.task import (
 from toolwild.core.tool import Effect, Tool
 from toolwild.envs.base import EnvironmentBackend, Episode, diff_states
 from toolwild.envs.replay import loose_value
+from toolwild.errors import ToolwildError
 from toolwild.llm.client import LLM
 from toolwild.synth.answers import capability_answer, recall_answer, template_answer, write_answer
 from toolwild.synth.chains import Plan, PlannedCall, ToolGraph
@@ -72,7 +73,7 @@ UNGROUNDED = "ungrounded identifier"
 """Why a task attempt was dropped when a gold call passes an identifier the agent was never shown."""
 
 
-class Dropped(Exception):
+class Dropped(ToolwildError):
     """A task attempt that failed; ``reason`` is a short category, ``detail`` says what exactly."""
 
     def __init__(self, reason: str, detail: str = "") -> None:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from toolwild.errors import MissingDependencyError
-from toolwild.synth.embedding import EncoderInfo, Progress, package_version
+from toolwild.synth.embedders.interface import EncoderInfo, Progress, package_version
 
 __all__ = ["MAX_TOKENS", "MiniLMEmbedder"]
 

@@ -17,9 +17,12 @@ from typing import Any
 import numpy as np
 
 from toolwild.errors import MissingDependencyError
-from toolwild.synth.embedding import DIMENSIONS, MIN_CORPUS, EncoderInfo, Progress, package_version
+from toolwild.synth.embedders.interface import MIN_CORPUS, EncoderInfo, Progress, package_version
 
-__all__ = ["TokenEmbedder"]
+__all__ = ["DIMENSIONS", "TokenEmbedder"]
+
+DIMENSIONS = 128
+"""PCA dimensions kept by default."""
 
 _CHUNK = 128
 

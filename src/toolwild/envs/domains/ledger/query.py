@@ -18,6 +18,7 @@ from beancount.core import amount, data, inventory, position
 
 from toolwild.envs.domains.ledger.book import LoadedLedger
 from toolwild.envs.domains.ledger.canonical import canonical_transaction, format_number
+from toolwild.errors import ToolwildError
 
 __all__ = ["MAX_ROWS", "QueryError", "json_value", "run_bql"]
 
@@ -39,7 +40,7 @@ out of evaluation (``~ '['`` raises ``re.error``, ``2024-13-01`` a ``ValueError`
 ``ParserError``); a bad query is the agent's mistake and must come back as an answer, not crash the episode."""
 
 
-class QueryError(ValueError):
+class QueryError(ToolwildError, ValueError):
     """A query beanquery could not parse, compile or run (the message is beanquery's)."""
 
 

@@ -44,6 +44,7 @@ from toolwild.synth.providers.ledger.chat import chat_options
 from toolwild.synth.providers.ledger.clarify import clarify_options
 from toolwild.synth.providers.ledger.common import corrected_amount
 from toolwild.synth.providers.ledger.multi import multi_options
+from toolwild.synth.providers.ledger.own_books import profile_of
 from toolwild.synth.providers.ledger.phrasing import number
 from toolwild.synth.providers.ledger.picks import SETS_UP_PICKS
 from toolwild.synth.providers.ledger.profile import LedgerProfile
@@ -131,7 +132,7 @@ class OwnBooks:
         """
         loaded = load_ledger_file(path)
         digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        profile = LedgerProfile.from_ledger(loaded)
+        profile = profile_of(loaded)
         if not profile.banks:
             raise ConfigError(
                 f"ledger {path}: no purchase in {profile.currency} is paid from an Assets or Liabilities account (a "

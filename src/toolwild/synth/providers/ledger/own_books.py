@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from beancount.core import data
 
+from toolwild.envs.domains.ledger.facts import default_payment_account
 from toolwild.synth.providers.ledger.catalog import Recategorization, Receipt
 from toolwild.synth.providers.ledger.profile import LedgerProfile, Transfer, Trip, concept_chains, greetings
 
@@ -283,13 +284,12 @@ def _since(first: date, today: date) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------------------------------- the profile
-def profile_of(loaded: LoadedLedger, *, default_payment: str | None = None) -> LedgerProfile:
-    """The profile of a user's loaded ledger (see the module docstring).
+def profile_of(loaded: LoadedLedger) -> LedgerProfile:
+    """The profile of a user's loaded ledger, loaded cleanly (see the module docstring).
 
-    Args:
-        loaded: the ledger, loaded cleanly.
-        default_payment: where ``add_transaction`` pays from when no account is given on this ledger (the
-            environment decides; None: it must always be named).
+    Its default payment account (where ``add_transaction`` pays from when no account is given) is the one the
+    ledger's episodes use (:func:`toolwild.envs.domains.ledger.facts.default_payment_account`; None: it must always
+    be named).
     """
     currency = loaded.operating_currency
     usable = _usable(loaded, currency)
@@ -310,7 +310,7 @@ def profile_of(loaded: LoadedLedger, *, default_payment: str | None = None) -> L
         checking=checking,
         savings=savings,
         card=card,
-        default_payment=default_payment,
+        default_payment=default_payment_account(loaded),
         currency=currency,
         receipts=receipts,
         recategorizations=_recategorizations(categories, usable),

@@ -4,8 +4,9 @@ Why a profile: the templates were written for the generated ledger, whose accoun
 A user's own ledger has other accounts ("Assets:US:BofA:Checking"), other shops and another year, and may lack an
 account a template needs (no savings account). Everything a template takes from the books is read from one
 :class:`LedgerProfile` instead: :meth:`LedgerProfile.builtin` is exactly the generated ledger's constants (the
-built-in suite stays byte-identical), :meth:`LedgerProfile.from_ledger` derives the same facts from a user's loaded
-ledger (:mod:`.own_books`). A role a ledger lacks is None, and the templates that need it offer no option.
+built-in suite stays byte-identical), :func:`.own_books.profile_of` derives the same facts from a user's loaded
+ledger (that module builds on this one, never the reverse). A role a ledger lacks is None, and the templates that
+need it offer no option.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from toolwild.envs.domains.ledger.seed import CHECKING, CREDIT_CARD, SAVINGS
 from toolwild.synth.providers.ledger.catalog import (
@@ -31,9 +31,6 @@ from toolwild.synth.providers.ledger.catalog import (
     Receipt,
 )
 from toolwild.synth.providers.ledger.phrasing import CATEGORY_NICKS, capital, money, nick
-
-if TYPE_CHECKING:
-    from toolwild.envs.domains.ledger.book import LoadedLedger
 
 __all__ = ["LedgerProfile", "Transfer", "Trip", "concept_chains", "greetings"]
 
@@ -123,20 +120,11 @@ class LedgerProfile:
     this_year: str = "this year"
     since_start: str = "since January"
 
-    # ------------------------------------------------------------------------------------------------ the two
+    # ------------------------------------------------------------------------------------------------ built-in
     @classmethod
     def builtin(cls) -> LedgerProfile:
         """The generated ledger's constants, exactly as the templates always used them."""
         return _BUILTIN
-
-    @classmethod
-    def from_ledger(cls, loaded: LoadedLedger) -> LedgerProfile:
-        """Derive the profile of a user's loaded ledger (see :func:`.own_books.profile_of`); the default payment
-        account is the one the ledger's episodes use (``envs.domains.ledger.facts.default_payment_account``)."""
-        from toolwild.envs.domains.ledger.facts import default_payment_account
-        from toolwild.synth.providers.ledger.own_books import profile_of
-
-        return profile_of(loaded, default_payment=default_payment_account(loaded))
 
     # ------------------------------------------------------------------------------------------------ accounts
     @property
