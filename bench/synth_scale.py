@@ -64,7 +64,7 @@ def bench_sessions(n: int, concurrency: int = 64) -> None:
     from toolwild.llm.cache import ResponseCache
     from toolwild.llm.client import LLM
     from toolwild.run import LocalExecutor, UnitLog
-    from toolwild.synth.pipeline import SessionJob
+    from toolwild.synth.session_job import SessionJob
     from toolwild.synth.sessions import SessionsConfig, load_handle, session_providers
 
     with tempfile.TemporaryDirectory() as tmp:

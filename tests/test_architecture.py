@@ -14,6 +14,8 @@ import importlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 import toolwild
 import toolwild.errors
 
@@ -213,3 +215,36 @@ def test_every_toolwild_error_is_drawn_in_the_tree():
         q for q, ancestors in _exceptions().items() if ROOT in ancestors and f" {q.rpartition('.')[2]} " not in tree
     ]
     assert missing == []
+
+
+def _packages() -> list[str]:
+    """Every package of toolwild (a folder with an ``__init__.py``)."""
+    return sorted(
+        ".".join(init.parent.relative_to(SRC.parent).parts)
+        for init in SRC.rglob("__init__.py")
+        if "__pycache__" not in init.parts
+    )
+
+
+@pytest.mark.parametrize("package", _packages())
+def test_every_package_curates_its_public_names(package):
+    """Issue #30: the public surface is what each package's ``__init__`` lists, every other module is internal. A
+    listed name must resolve (a module that moved breaks this test, not a user), and a package that exports
+    lazily (:mod:`toolwild._exports`) lists exactly the names it maps."""
+    module = importlib.import_module(package)
+    assert ast.get_docstring(ast.parse((SRC.parent / package.replace(".", "/") / "__init__.py").read_text()))
+    public = getattr(module, "__all__", None)
+    if public is None:  # a package of modules only (a domain's folder, the CLI): nothing exported by name
+        assert package in UNLISTED, f"{package} lists no __all__"
+        return
+    assert len(public) == len(set(public))
+    for name in public:
+        assert getattr(module, name, None) is not None, f"{package}.{name}"
+    exports = getattr(module, "_EXPORTS", None)
+    if exports is not None:
+        assert set(exports) == set(public)
+
+
+UNLISTED = {"toolwild.cli", "toolwild.envs.domains", "toolwild.synth.providers"}
+"""Packages that export nothing by name: the CLI (its surface is the command), and folders of domains and of
+providers, each a package of its own that does."""

@@ -24,10 +24,10 @@ from toolwild.llm.backends.scripted import ScriptedBackend
 from toolwild.llm.client import LLM
 from toolwild.llm.types import ChatRequest
 from toolwild.synth.paraphrase import REWORDING_SYSTEM
-from toolwild.synth.pipeline import fallback_rate
 from toolwild.synth.providers.ledger import LedgerTemplates, build_ledger_suite
 from toolwild.synth.providers.ledger.builder import gold_findings
 from toolwild.synth.providers.ledger.rewrite import KEPT_FORMS, SOURCES_KEY, ledger_rewording_problems
+from toolwild.synth.session_job import fallback_rate
 from toolwild.synth.sessions import SessionsConfig, load_handle, session_providers, synth_sessions
 
 N = 12

@@ -12,8 +12,8 @@ from toolwild.core.session import Session
 from toolwild.core.task import Task, TaskType, TurnSubtype, answer_node
 from toolwild.errors import HarnessError
 from toolwild.run import UnitLog, UnitRecord, UnitStatus
-from toolwild.synth.pipeline import SessionJob, StreamedAssembly, session_key
 from toolwild.synth.providers.base import SessionOutcome
+from toolwild.synth.session_job import SessionJob, StreamedAssembly, session_key
 
 N = 12
 GIVEN_UP = 7

@@ -2,8 +2,8 @@
 --quality`` and ``toolwild synth sessions``): CLI-internal, shared by both verbs.
 
 Why a private module: the two verbs print the same rows and choose the encoder the same way, and one CLI module
-must not import another for what they share. The encoder's choice itself is library (
-:mod:`toolwild.synth.encoder_choice`); this adds the progress bar of long commands to its embedding.
+must not import another for what they share. The encoder's choice itself is library
+(:mod:`toolwild.synth.encoder_choice`); this adds the progress bar of long commands to its embedding.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""``toolwild synth``: generation steps (so far: deduplication of a tool corpus)."""
+"""``toolwild synth``: environments (``synth envs``), sessions over them (``synth sessions``, registered from its
+own module) and deduplication of a tool corpus (``synth dedup``)."""
 
 from __future__ import annotations
 

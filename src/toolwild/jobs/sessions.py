@@ -12,6 +12,7 @@ unit log of :mod:`toolwild.run.job`; a suite that fits in memory and needs no re
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -32,8 +33,16 @@ from toolwild.run.job import AUTO_PROCESS_FROM, JobLog, choose_executor, make_ex
 from toolwild.run.lock import OutputLock
 from toolwild.run.loop import run_async
 from toolwild.synth.encoder_choice import EmbedProgress, check_encoder, quality_encoder
-from toolwild.synth.pipeline import SHARD, SessionSpec, SessionWorker, StreamedAssembly, run_sessions, session_key
-from toolwild.synth.session_job import SessionJob, SessionsReport, fallback_rate
+from toolwild.synth.pipeline import SessionSpec, SessionWorker
+from toolwild.synth.session_job import (
+    SHARD,
+    SessionJob,
+    SessionsReport,
+    StreamedAssembly,
+    fallback_rate,
+    run_sessions,
+    session_key,
+)
 from toolwild.synth.sessions import SessionsConfig
 
 __all__ = ["AUTO_PROCESS_FROM", "JOB", "GeneratedSessions", "generate_sessions", "verify_session"]
@@ -291,7 +300,7 @@ def _report(
         "suite": str(out),
         "environments": job.env_refs,
         "builders": {ref: p.name for ref, p in zip(job.env_refs, job.providers, strict=True)},
-        "config": vars(config),
+        "config": dataclasses.asdict(config),
         "resumed": resume,
         "sessions": summary.sessions,
         "tasks": summary.tasks,
@@ -499,7 +508,7 @@ def _identity(
         path = Path(ref)
         digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else None
         envs.append({"ref": ref, "sha256": digest} if digest else {"ref": ref})
-    knobs = {k: v for k, v in vars(config).items() if k != "concurrency"}
+    knobs = {k: v for k, v in dataclasses.asdict(config).items() if k != "concurrency"}
     if config.ledger:
         knobs["ledger_sha256"] = hashlib.sha256(Path(config.ledger).read_bytes()).hexdigest()
     return {

@@ -3,7 +3,7 @@ its environments, clients and job from them (:class:`SessionWorker`).
 
 Why apart from the job itself (:mod:`toolwild.synth.session_job`): the worker builds the job from the generation
 modules (:mod:`toolwild.synth.sessions`), which use the job for their in-memory run; the job below both keeps that
-a line, not a circle. The job's names are re-exported here, where ``toolwild synth sessions`` has always found them.
+a line, not a circle.
 """
 
 from __future__ import annotations
@@ -16,30 +16,13 @@ from toolwild.core.session import Session
 from toolwild.run import Unit, UnitRecord
 from toolwild.synth.providers.base import SessionProvider
 from toolwild.synth.session_job import (
-    SHARD,
-    Assembly,
     SessionJob,
-    SessionsReport,
-    StreamedAssembly,
-    fallback_rate,
-    run_sessions,
-    session_key,
-    session_units,
 )
 from toolwild.synth.sessions import SessionsConfig, load_handle, session_providers
 
 __all__ = [
-    "SHARD",
-    "Assembly",
-    "SessionJob",
     "SessionSpec",
     "SessionWorker",
-    "SessionsReport",
-    "StreamedAssembly",
-    "fallback_rate",
-    "run_sessions",
-    "session_key",
-    "session_units",
 ]
 
 

@@ -51,9 +51,10 @@ _SUBTYPE_MIX = {"coref": 0.42, "partial": 0.32, "long": 0.26}
 _MULTI_MIX = {TaskType.PARALLEL: 0.45, TaskType.SEQUENTIAL: 0.25, TaskType.MIXED: 0.30}
 
 
-@dataclass
+@dataclass(frozen=True)
 class SessionsConfig:
-    """The knobs of session generation."""
+    """The knobs of session generation (frozen, as every config held in memory: a run's knobs never change under
+    it; what is written to disk of them is :func:`dataclasses.asdict` of it, in the report and the log's identity)."""
 
     n_sessions: int = 256
     seed: int = 0
