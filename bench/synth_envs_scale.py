@@ -20,7 +20,7 @@ global, so no audit starts before every subdomain is in. The bound of that two-p
 max(generation depth x 0.2 s, generation calls x 0.2 s / concurrency) + max(audit depth x 0.2 s, audit calls x
 0.2 s / concurrency), and the efficiency against it.
 
-The event loop is uvloop's when installed, as in the CLI (:func:`toolwild.cli._common.run_async`).
+The event loop is uvloop's when installed, as in the CLI (:func:`toolwild.run.loop.run_async`).
 """
 
 from __future__ import annotations

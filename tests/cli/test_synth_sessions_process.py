@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 import toolwild.jobs.sessions as command
 import toolwild.run.process_executor as processes
-import toolwild.synth.pipeline as pipeline
+import toolwild.synth.session_job as session_job
 from toolwild.cli.main import app
 
 TOOLWILD = [sys.executable, "-m", "toolwild.cli.main"]
@@ -31,7 +31,7 @@ def _report(out: Path) -> dict:
 
 
 def test_process_writes_the_files_of_the_local_executor_over_several_shards(tmp_path, monkeypatch):
-    monkeypatch.setattr(pipeline, "SHARD", 8)  # three shards of inventory sessions (they depend on nothing before)
+    monkeypatch.setattr(session_job, "SHARD", 8)  # three shards of inventory sessions (they depend on nothing before)
     local, pooled = tmp_path / "local" / "s.jsonl", tmp_path / "process" / "s.jsonl"  # one name: ids come from it
     common = ("--env", "inventory", "--n", "24", "--encoder", "none")
     assert run(*common, "--out", str(local), "--executor", "local").exit_code == 0

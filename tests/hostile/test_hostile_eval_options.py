@@ -134,7 +134,7 @@ def test_a_bad_perturb_kind_is_refused_before_any_suite_is_read(tmp_path, small,
     def must_not_load(*_args, **_kwargs):
         raise AssertionError("the suite was read before --perturb was checked")
 
-    monkeypatch.setattr("toolwild.cli.eval.load_wtb_suite", must_not_load)
+    monkeypatch.setattr("toolwild.jobs.evaluate.load_wtb_suite", must_not_load)
     monkeypatch.setattr("toolwild.synth.providers.ledger.build_ledger_suite", must_not_load)
     for suite in (small, None):
         result = evaluate(suite, tmp_path / "runs", "--perturb", "bogus", "--name", "p")

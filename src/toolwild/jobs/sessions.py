@@ -32,10 +32,10 @@ from toolwild.run import LocalExecutor, UnitRecord
 from toolwild.run.job import AUTO_PROCESS_FROM, JobLog, choose_executor, make_executor
 from toolwild.run.lock import OutputLock
 from toolwild.run.loop import run_async
+from toolwild.synth import session_job
 from toolwild.synth.encoder_choice import EmbedProgress, check_encoder, quality_encoder
 from toolwild.synth.pipeline import SessionSpec, SessionWorker
 from toolwild.synth.session_job import (
-    SHARD,
     SessionJob,
     SessionsReport,
     StreamedAssembly,
@@ -258,8 +258,10 @@ class _Run:
             if self.where == "local":
                 await self.job.run(LocalExecutor(self.concurrency), record=record, done=self.log.done)
             else:
-                shards = make_executor(self.where, self.concurrency, ray_address=self.ray_address, shard_size=SHARD)
-                shard_of = lambda unit: unit.order // SHARD  # noqa: E731
+                shards = make_executor(
+                    self.where, self.concurrency, ray_address=self.ray_address, shard_size=session_job.SHARD
+                )
+                shard_of = lambda unit: unit.order // session_job.SHARD  # noqa: E731
                 await run_sessions(shards, self.worker, n, record=record, done=self.log.done, shard_of=shard_of)
         finally:
             local = self.where == "local" or not self.worker.llms
@@ -276,9 +278,11 @@ def _restore(log: JobLog, job: SessionJob, spec: SessionSpec, where: str, resume
     if where == "local":
         job.restore(r for r in log.log.records() if r.key in done)
         return
-    open_blocks = {i // SHARD for i in range(n) if session_key(i) not in done}
+    open_blocks = {i // session_job.SHARD for i in range(n) if session_key(i) not in done}
     spec.restored = [
-        r.model_dump(mode="json") for r in log.log.records() if r.key in done and r.order // SHARD in open_blocks
+        r.model_dump(mode="json")
+        for r in log.log.records()
+        if r.key in done and r.order // session_job.SHARD in open_blocks
     ]
 
 

@@ -1,7 +1,7 @@
 """Which encoder measures a suite's semantic diversity, chosen from an ``--encoder`` value before a long run.
 
 Why a module of its own: ``toolwild validate --quality`` and ``toolwild synth sessions`` (and its library call,
-:func:`toolwild.jobs.generate.generate_sessions`) both choose the encoder the same way: an unknown name is refused
+:func:`toolwild.jobs.sessions.generate_sessions`) both choose the encoder the same way: an unknown name is refused
 before any work, a missing package turns the figure off with the reason instead of failing the run, and the encoder
 itself is loaded only when the figure is computed (:class:`LoadedOnUse`). The encoders are in
 :mod:`toolwild.synth.embedding`.
