@@ -148,10 +148,11 @@ def _unresolvable_ref(schema: dict[str, Any]) -> str | None:
 
 
 @lru_cache(maxsize=8192)
-def cached_schema_defect(schema_text: str) -> str | None:
-    """:func:`schema_defect` of a parameter schema given as canonical JSON text, remembered: a suite repeats the
-    same tools in session after session, and a check costs about a millisecond."""
-    return schema_defect(json.loads(schema_text))
+def cached_schema_defect(schema_text: str, *, object_type: bool = True) -> str | None:
+    """:func:`schema_defect` of a schema given as canonical JSON text (``json.dumps(schema, sort_keys=True)``),
+    remembered: a suite repeats the same tools in session after session, an import checks each tool alone and then
+    with its environment, and a check costs about a millisecond (ten under load: it meta-validates)."""
+    return schema_defect(json.loads(schema_text), object_type=object_type)
 
 
 def schema_defect(schema: Any, *, object_type: bool = True) -> str | None:

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from toolwild.core.environment import Environment
 from toolwild.core.files import output_file, write_text_atomic
 from toolwild.core.jsonl import read_json_file, validation_to_data_error
-from toolwild.core.schema import schema_defect, undeclared_required
+from toolwild.core.schema import cached_schema_defect, schema_defect, undeclared_required
 from toolwild.errors import DataError
 
 __all__ = ["ENV_SUFFIX", "check_environment", "load_environment", "write_environment", "write_environment_in"]
@@ -43,7 +43,7 @@ def check_environment(environment: Environment) -> None:
         if tool.name in seen:
             raise DataError(f"tool name {tool.name!r} repeats tools[{seen[tool.name]}]", field=f"tools[{i}].name")
         seen[tool.name] = i
-        problem = schema_defect(tool.parameters)
+        problem = _defect(tool.parameters)
         if problem is not None:
             raise DataError(problem, field=f"tools[{i}].parameters")
         if (undeclared := undeclared_required(tool.parameters)) is not None:
@@ -53,8 +53,18 @@ def check_environment(environment: Environment) -> None:
                 "sees it, so every call it makes is refused); declare it or remove it from required",
                 field=f"tools[{i}].parameters.{where}",
             )
-        if tool.returns is not None and (problem := schema_defect(tool.returns, object_type=False)) is not None:
+        if tool.returns is not None and (problem := _defect(tool.returns, object_type=False)) is not None:
             raise DataError(problem, field=f"tools[{i}].returns")
+
+
+def _defect(schema: object, *, object_type: bool = True) -> str | None:
+    """:func:`~toolwild.core.schema.schema_defect`, remembered per schema (see
+    :func:`~toolwild.core.schema.cached_schema_defect`); a schema JSON cannot hold is checked as it is."""
+    try:
+        text = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError):
+        return schema_defect(schema, object_type=object_type)
+    return cached_schema_defect(text, object_type=object_type)
 
 
 def load_environment(path: str | Path) -> Environment:
