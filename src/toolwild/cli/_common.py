@@ -12,7 +12,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from toolwild.core.jsonl import LoadReport
+from toolwild.envs.registry import ENVIRONMENTS
 from toolwild.errors import HarnessError, ToolwildError
+from toolwild.llm.registry import describe_backends
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -198,3 +200,25 @@ def make_llm(
     from toolwild.llm.registry import create_llm
 
     return create_llm(model, base_url=base_url, cache=cache, max_connections=max_connections)
+
+
+BaseUrlOption = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")]
+"""``--base-url``, the same on every command that talks to a model (``eval`` shows it in its own help panel)."""
+
+# the options of commands that open an environment by reference (``env call``, ``env shell``, ``serve mcp``)
+EnvArgument = Annotated[
+    str,
+    typer.Argument(metavar="ENV", help=f"A built-in ({', '.join(sorted(ENVIRONMENTS))}) or an environment file."),
+]
+SeedOption = Annotated[int, typer.Option(help="Episode seed (the seed data depends on it).")]
+SimulatorOption = Annotated[
+    str, typer.Option(help=f"Simulator for model-simulated environments: {'; '.join(describe_backends())}.")
+]
+SimulatorCacheOption = Annotated[Path | None, typer.Option(help="SQLite file caching the simulator's answers.")]
+AllowOutsideIncludesOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-outside-includes",
+        help="With --ledger: allow includes outside the ledger's folder (refused by default).",
+    ),
+]

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from toolwild.cli._common import (
     EXIT_PROVIDER_ERRORS,
+    BaseUrlOption,
     RayAddressOption,
     console,
     err_console,
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 audit_app = typer.Typer(help="Audit simulated tools and users; calibrate the judge.", no_args_is_help=True)
 
 ModelOption = Annotated[str, typer.Option(help=f"Model: {'; '.join(describe_backends())}.")]
-BaseUrlOption = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")]
 CacheOption = Annotated[Path | None, typer.Option(help="SQLite file caching model answers (re-runs are free).")]
 
 

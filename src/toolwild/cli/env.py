@@ -16,26 +16,24 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from toolwild.cli._common import console, handled_errors
+from toolwild.cli._common import (
+    AllowOutsideIncludesOption,
+    BaseUrlOption,
+    EnvArgument,
+    SeedOption,
+    SimulatorCacheOption,
+    SimulatorOption,
+    console,
+    handled_errors,
+)
 from toolwild.envs.base import Episode, Observation
-from toolwild.envs.registry import ENVIRONMENTS, open_environment, own_ledger
+from toolwild.envs.registry import open_environment, own_ledger
 from toolwild.errors import ConfigError, ToolwildError
 from toolwild.llm.client import LLM
-from toolwild.llm.registry import describe_backends
 from toolwild.run.loop import run_async
 
 env_app = typer.Typer(help="Try an environment's tools by hand.", no_args_is_help=True)
 
-EnvArgument = Annotated[
-    str,
-    typer.Argument(metavar="ENV", help=f"A built-in ({', '.join(sorted(ENVIRONMENTS))}) or an environment file."),
-]
-SeedOption = Annotated[int, typer.Option(help="Episode seed (the seed data depends on it).")]
-ModelOption = Annotated[
-    str, typer.Option(help=f"Simulator for model-simulated environments: {'; '.join(describe_backends())}.")
-]
-BaseUrlOption = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")]
-CacheOption = Annotated[Path | None, typer.Option(help="SQLite file caching the simulator's answers.")]
 LedgerOption = Annotated[
     Path | None,
     typer.Option(
@@ -43,13 +41,6 @@ LedgerOption = Annotated[
         dir_okay=False,
         help="With ENV ledger: your own Beancount file. Episodes start from a copy of it (and of its includes); "
         "your file is never written.",
-    ),
-]
-AllowOutsideIncludesOption = Annotated[
-    bool,
-    typer.Option(
-        "--allow-outside-includes",
-        help="With --ledger: allow includes outside the ledger's folder (refused by default).",
     ),
 ]
 
@@ -113,9 +104,9 @@ def call(
         str, typer.Option("--args", help='Arguments as a JSON object, e.g. \'{"item": "coffee"}\'.')
     ] = "{}",
     seed: SeedOption = 0,
-    model: ModelOption = "local",
+    model: SimulatorOption = "local",
     base_url: BaseUrlOption = None,
-    cache: CacheOption = None,
+    cache: SimulatorCacheOption = None,
     ledger: LedgerOption = None,
     allow_outside_includes: AllowOutsideIncludesOption = False,
 ) -> None:
@@ -218,9 +209,9 @@ def _repl(runner: asyncio.Runner, prompt: str, episode: Episode) -> None:
 def shell(
     env: EnvArgument,
     seed: SeedOption = 0,
-    model: ModelOption = "local",
+    model: SimulatorOption = "local",
     base_url: BaseUrlOption = None,
-    cache: CacheOption = None,
+    cache: SimulatorCacheOption = None,
     ledger: LedgerOption = None,
     allow_outside_includes: AllowOutsideIncludesOption = False,
 ) -> None:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from toolwild.cli._common import console, handled_errors
+from toolwild.cli._common import BaseUrlOption, console, handled_errors
 from toolwild.llm.backend import DEFAULT_REQUEST_TIMEOUT_S
 from toolwild.llm.cache import CacheMode, ResponseCache
 from toolwild.llm.client import LLM
@@ -22,7 +22,6 @@ from toolwild.run.loop import run_async
 model_app = typer.Typer(help="Check or serve a model.", no_args_is_help=True)
 
 ModelOption = Annotated[str, typer.Option("--model", help=f"Model: {'; '.join(describe_backends())}.")]
-BaseUrlOption = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")]
 RequestTimeoutOption = Annotated[
     float | None,
     typer.Option(

@@ -13,14 +13,15 @@ from typing import Annotated, Literal
 import typer
 from rich.markup import escape
 
-from toolwild.cli._common import err_console, handled_errors
-from toolwild.cli.env import (
+from toolwild.cli._common import (
     AllowOutsideIncludesOption,
     BaseUrlOption,
-    CacheOption,
     EnvArgument,
-    ModelOption,
     SeedOption,
+    SimulatorCacheOption,
+    SimulatorOption,
+    err_console,
+    handled_errors,
 )
 from toolwild.envs.registry import open_environment
 from toolwild.errors import ConfigError
@@ -58,9 +59,9 @@ def mcp(
         bool, typer.Option("--allow-remote", help="HTTP: allow a --host other machines can reach (no auth!).")
     ] = False,
     seed: SeedOption = 0,
-    model: ModelOption = "local",
+    model: SimulatorOption = "local",
     base_url: BaseUrlOption = None,
-    cache: CacheOption = None,
+    cache: SimulatorCacheOption = None,
     ledger: LedgerOption = None,
     write_through: Annotated[
         bool,

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from toolwild.cli._common import (
     EXIT_PROVIDER_ERRORS,
+    BaseUrlOption,
     EncoderOption,
     RayAddressOption,
     console,
@@ -137,7 +138,7 @@ def envs(
     families: Annotated[int, typer.Option(min=1, help="Task families per subdomain.")] = 2,
     tools: Annotated[int, typer.Option(min=1, help="Tools per task family.")] = 4,
     model: Annotated[str, typer.Option(help=f"Generator model: {'; '.join(describe_backends())}.")] = "local",
-    base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    base_url: BaseUrlOption = None,
     seed: Annotated[int, typer.Option(help="Sampling seed (recorded).")] = 0,
     semantic: Annotated[
         bool,

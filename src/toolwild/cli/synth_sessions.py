@@ -11,7 +11,14 @@ from typing import Annotated
 
 import typer
 
-from toolwild.cli._common import PERTURB_KINDS, EncoderOption, PerturbSeedOption, RayAddressOption, handled_errors
+from toolwild.cli._common import (
+    PERTURB_KINDS,
+    BaseUrlOption,
+    EncoderOption,
+    PerturbSeedOption,
+    RayAddressOption,
+    handled_errors,
+)
 from toolwild.cli._quality import embed_progress
 from toolwild.cli._sessions import SessionsBar, show_sessions
 from toolwild.llm.registry import describe_backends
@@ -60,7 +67,7 @@ def sessions(
     env_model: Annotated[
         str | None, typer.Option(help="The model that simulates `llm` environments (e.g. local).")
     ] = None,
-    base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    base_url: BaseUrlOption = None,
     cache: Annotated[
         Path | None, typer.Option(help="Response cache of the model calls (default: OUT with .cache.sqlite).")
     ] = None,
