@@ -43,6 +43,7 @@ from toolwild.eval.run_dir import (
     fork_count,
     fork_dir,
     fork_sessions,
+    forked_task_runs,
     load_run_config,
     load_run_trajectories,
     trial_dir,
@@ -60,13 +61,12 @@ __all__ = [
     "RunProgress",
     "SessionTrial",
     "agent_for_trial",
+    "planned_progress",
     "run_suite",
     "run_trials",
 ]
 
 log = logging.getLogger(__name__)
-_TRIAL_UNITS = {False: "sessions", True: "session trials"}
-"""A run's unit, for display, by whether it has several trials (a forked run's is ``session forks``)."""
 
 
 @dataclass
@@ -255,6 +255,21 @@ class EvalWorker:
         self._opened = None
         self._user = (None, None)
         self._trial_agents = {}
+
+
+def planned_progress(suite: Suite, config: RunConfig) -> RunProgress:
+    """A run's counters before it starts: its units (every session's trials, or of a forked run one fork per task
+    boundary: fork i runs the sessions of more than i tasks, so one fork per task in all) and task-runs (a fork
+    plays its session's tasks from its boundary on: :func:`~toolwild.eval.run_dir.forked_task_runs`), with what
+    to call them. The runner starts from it, and a caller can show the totals before the first report."""
+    tasks = sum(len(s.tasks) for s in suite.sessions)
+    turn = "model calls" if config.agent == "model" else "steps"
+    if config.history is HistoryMode.FORKED:
+        return RunProgress(total=tasks, total_tasks=forked_task_runs(suite), unit="session forks", turn=turn)
+    unit = "sessions" if config.trials == 1 else "session trials"
+    return RunProgress(
+        total=len(suite.sessions) * config.trials, total_tasks=tasks * config.trials, unit=unit, turn=turn
+    )
 
 
 LIVE_EVERY_S = 0.1
@@ -475,12 +490,7 @@ async def _run_parts(
         distinct = {(s.environment, str(s.extra.get("ledger_file"))): s for s in suite.sessions if s.environment}
         for _key, first in sorted(distinct.items()):
             session_environment(first, simulator=simulator, base_dir=Path(config.suite).parent)
-    progress = RunProgress(
-        total=sum(len(p.sessions) for p in parts),
-        total_tasks=sum(len(s.tasks) - p.fork for p in parts for s in p.sessions),
-        unit="session forks" if config.history is HistoryMode.FORKED else _TRIAL_UNITS[config.trials > 1],
-        turn="model calls" if config.agent == "model" else "steps",
-    )
+    progress = planned_progress(suite, config)
     live = _Live(progress, on_progress)
     verdicts: list[dict[str, SessionVerdict]] = [{} for _ in parts]
     base_dir = Path(config.suite).parent

@@ -47,7 +47,7 @@ from toolwild.eval.run_dir import (
     verdict_line,
     write_part_verdicts,
 )
-from toolwild.eval.runner import EvalWorker, RunProgress, SessionTrial, run_trials
+from toolwild.eval.runner import EvalWorker, RunProgress, SessionTrial, planned_progress, run_trials
 from toolwild.eval.session import HistoryMode
 from toolwild.eval.user import UserSimulator, parse_user_spec, user_prompt
 from toolwild.eval.user_audit import UserAuditReport, audit_user, load_user_audit, user_audit_report, user_extension
@@ -337,7 +337,7 @@ async def _run(
         checked = ()
         user_report = await _user_audit(suite, clients.user, config, run_dir)
     if on_progress is not None:  # the totals, before the run's first report
-        on_progress(_totals(suite, config))
+        on_progress(planned_progress(suite, config))
     remote: dict[str, Any] = {}
     if opts.executor == "ray":
         executor = make_executor("ray", config.concurrency, ray_address=opts.ray_address, shard_size=config.concurrency)
@@ -420,22 +420,6 @@ def _finish(
         user_audit=user_report,
         warnings=warnings,
     )
-
-
-def _totals(suite: Suite, config: RunConfig) -> RunProgress:
-    """The run's size before it starts, as the runner will count it: its units (sessions, session trials or
-    session forks) and task-runs."""
-    tasks = sum(len(s.tasks) for s in suite.sessions)
-    if config.history is HistoryMode.FORKED:
-        return RunProgress(total=tasks, total_tasks=forked_task_runs(suite), unit="session forks", turn=_turn(config))
-    unit = "sessions" if config.trials == 1 else "session trials"
-    total = len(suite.sessions) * config.trials
-    return RunProgress(total=total, total_tasks=tasks * config.trials, unit=unit, turn=_turn(config))
-
-
-def _turn(config: RunConfig) -> str:
-    """What one of the agent's turns is, for display."""
-    return "model calls" if config.agent == "model" else "steps"
 
 
 def _usage(clients: RunClients, executor: str) -> dict[str, Any]:
