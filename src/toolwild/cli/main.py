@@ -21,6 +21,7 @@ from toolwild.cli.serve import serve_app
 from toolwild.cli.show import show
 from toolwild.cli.suite import suite_app
 from toolwild.cli.synth import synth_app
+from toolwild.cli.train import train_command
 from toolwild.cli.validate import validate
 
 app = typer.Typer(
@@ -56,6 +57,7 @@ app.command("report")(report)
 app.command("compare")(compare)
 app.command("eval")(eval_command)
 app.command("export")(export_command)
+app.command("train")(train_command)
 app.add_typer(model_app, name="model")
 app.add_typer(env_app, name="env")
 app.add_typer(suite_app, name="suite")

@@ -75,6 +75,11 @@ class Backend(ABC):
         refused (see :func:`toolwild.llm.preflight.preflight`).
         """
 
+    @property
+    def price_key(self) -> str:
+        """The name its price is looked up under (:data:`~toolwild.llm.usage.DEFAULT_PRICES`): the model's."""
+        return self.model
+
     def identity(self) -> dict[str, str | None]:
         """What identifies the model for caching (kind, model, endpoint); never a secret."""
         return {"kind": self.kind, "model": self.model, "base_url": self.base_url}

@@ -176,7 +176,7 @@ class LLM:
                 self.usage.record_retry(role)
                 await self._sleep(self.retry.delay(attempt, error.retry_after, self._rng))
                 continue
-            self.usage.record_call(role, completion, model=self.backend.model)
+            self.usage.record_call(role, completion, model=self.backend.price_key)
             return from_prompt_reply(completion) if transform.get("prompt_mode") else completion
 
     def follow_backend_limit(self) -> None:

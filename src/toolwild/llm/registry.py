@@ -20,7 +20,11 @@ __all__ = ["create_backend", "create_llm", "describe_backends"]
 
 def describe_backends() -> list[str]:
     """The accepted ``--model`` forms, for help texts."""
-    return ["local", "local:PATH.gguf", "openai:MODEL (with --base-url for vLLM, Ollama, llama.cpp server ...)"]
+    return [
+        "local",
+        "local:PATH.gguf (or a `toolwild train` folder)",
+        "openai:MODEL (with --base-url for vLLM, Ollama, llama.cpp server ...)",
+    ]
 
 
 def create_backend(
@@ -52,7 +56,13 @@ def create_backend(
     if kind == "local":
         from toolwild.llm.backends.local import LocalBackend
 
-        return LocalBackend(model_path=Path(rest) if rest else None)
+        if not rest:
+            return LocalBackend()
+        path = Path(rest)
+        if path.is_dir() and (path / "model.gguf").is_file():
+            path = path / "model.gguf"  # a `toolwild train` run folder: its tuned model
+        # named as the user named it, so a tuned model's results never read as the embedded model's
+        return LocalBackend(model_path=path, model=rest)
     if kind == "openai":
         if not rest:
             raise ConfigError("--model openai:NAME needs a model name, e.g. openai:gpt-4o-mini")

@@ -23,6 +23,7 @@ class Price:
 
 
 DEFAULT_PRICES: dict[str, Price] = {
+    "local": Price(0.0, 0.0),
     "smollm2-135m-instruct": Price(0.0, 0.0),
     "scripted": Price(0.0, 0.0),
 }

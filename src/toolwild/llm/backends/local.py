@@ -521,6 +521,11 @@ class LocalBackend(Backend):
         """False: tools go through the client's prompt mode, which asks for a JSON Schema reply instead."""
         return False
 
+    @property
+    def price_key(self) -> str:
+        """``local``: any GGUF run in-process costs nothing per token, a tuned one as much as the embedded one."""
+        return "local"
+
     def max_connections(self) -> int:
         """One: a single llama.cpp context serves one generation at a time."""
         return 1
