@@ -49,14 +49,29 @@ def train_suite(tmp_path_factory):
     return suite, path
 
 
+class Killed(Exception):
+    """Stands for a kill: raised from the progress callback in the middle of training."""
+
+
 @pytest.fixture(scope="module")
 def trained(train_suite, tmp_path_factory):
-    """Three optimizer steps on the four sessions (q8_0, the default storage), shared by the tests that read it."""
-    from toolwild.train.finetune import train
+    """Three optimizer steps on the four sessions (q8_0, the default storage), killed after step 2 (checkpoint 1
+    saved) and resumed with the run's own settings, as ``toolwild train --resume --out DIR`` does; shared by the tests
+    that read the tuned model and by the resume test (which checks what each part did)."""
+    from toolwild.train.finetune import TrainProgress, resume_training, train
+
+    def kill_at_step_2(p: TrainProgress) -> None:
+        if p.phase == "train" and p.step == 2:
+            raise Killed
 
     out = tmp_path_factory.mktemp("run") / "tuned"
-    report = train([train_suite[1]], out, max_steps=3, batch_size=1, max_tokens=1024, learning_rate=1e-3, seed=0)
-    return out, report
+    settings = {"max_steps": 3, "batch_size": 1, "max_tokens": 1024, "save_steps": 1, "learning_rate": 1e-3}
+    with pytest.raises(Killed):
+        train([train_suite[1]], out, on_progress=kill_at_step_2, **settings)
+    killed = sorted(p.name for p in out.iterdir())
+    steps: list[int] = []
+    report = resume_training(out, on_progress=lambda p: steps.append(p.step) if p.phase == "train" else None)
+    return out, report, {"killed": killed, "steps": steps, "settings": settings}
 
 
 def _labelled_runs(example) -> list[list[int]]:
@@ -147,7 +162,7 @@ def test_training_lowers_the_loss_and_the_tuned_gguf_is_the_trained_model(traine
     from toolwild.train.finetune import build_examples, mean_loss
     from toolwild.train.gguf_model import load_base
 
-    out, report = trained
+    out, report, _ = trained
     assert report.steps == 3 and len(report.losses) == 3
     assert report.trained_tokens < report.tokens
     assert report.replaced_tensors == 7 * base.model.config.num_hidden_layers  # every LoRA-tuned projection
@@ -193,7 +208,7 @@ def test_written_weights_read_back_exactly(base, base_path, tmp_path):
 @pytest.mark.skipif(not (FIXTURE / "sessions_0_4.reconstructed.jsonl").is_file(), reason="shared fixtures not present")
 def test_toolwild_eval_runs_the_tuned_model_on_the_fixture(trained, tmp_path):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install 'toolwild[local]')")
-    out, _ = trained
+    out, _, _ = trained
     suite = FIXTURE / "sessions_0_4.reconstructed.jsonl"
     result = runner.invoke(
         app,
@@ -211,34 +226,20 @@ def test_toolwild_eval_runs_the_tuned_model_on_the_fixture(trained, tmp_path):
     assert steps and all(s.get("output_tokens", 0) > 0 for s in steps)  # the tuned model answered every step
 
 
-def test_a_run_folder_is_resumed_only_with_its_own_settings(train_suite, tmp_path):
-    from toolwild.train.finetune import TrainProgress, resume_training, train
+def test_a_killed_run_resumes_from_its_checkpoint_and_only_with_its_own_settings(trained, train_suite):
+    from toolwild.train.finetune import train
 
-    class Killed(Exception):
-        pass
-
-    def kill_at_step_3(p: TrainProgress) -> None:
-        if p.phase == "train" and p.step == 3:
-            raise Killed
-
-    out = tmp_path / "run"
-    settings = {"max_steps": 4, "batch_size": 1, "max_tokens": 1024, "save_steps": 1, "learning_rate": 1e-3}
-    with pytest.raises(Killed):
-        train([train_suite[1]], out, on_progress=kill_at_step_3, **settings)
-    assert not (out / "model.gguf").exists()
+    out, report, seen = trained
+    assert seen["killed"] == ["checkpoints", "train_config.json"]  # nothing of a finished run was written
+    assert report.resumed_at_step == 1
+    assert seen["steps"] == [2, 3]  # continued after checkpoint 1, not from the start
+    assert [step for step, _ in report.losses] == [1, 2, 3]  # the loss logged before the kill kept
+    assert report.tokens_per_second > 0
+    settings = seen["settings"]
     with pytest.raises(ConfigError, match="already holds a training run"):
         train([train_suite[1]], out, **settings)
     with pytest.raises(ConfigError, match=r"other settings \(learning_rate\)"):
         train([train_suite[1]], out, resume=True, **{**settings, "learning_rate": 5e-4})
-    seen: list[int] = []
-    # what `toolwild train --resume --out DIR` calls: the run's own settings, read from its folder
-    report = resume_training(out, on_progress=lambda p: seen.append(p.step) if p.phase == "train" else None)
-    assert report.steps == 4
-    assert seen[0] == 3 and seen[-1] == 4  # continued from the last checkpoint (step 2), not from the start
-    assert report.resumed_at_step == 2
-    assert [step for step, _ in report.losses] == [1, 2, 3, 4]  # the losses before the kill kept
-    assert 0 < report.tokens_per_second
-    assert (out / "model.gguf").is_file()
 
 
 def test_without_the_extra_train_says_how_to_install_it(train_suite, tmp_path, monkeypatch):

@@ -14,9 +14,11 @@ Trainer's, for ``--resume``), and when done ``adapter/`` (the LoRA weights), ``m
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ from toolwild.core.formats.wtb import load_wtb_suite
 from toolwild.core.session import Suite
 from toolwild.errors import ConfigError, DataError
 from toolwild.train.examples import Example, overlapping_sessions, prompt_mode_messages, tokenize_conversation
-from toolwild.train.gguf_model import WeightType, import_training_stack, load_base, write_tuned_gguf
+from toolwild.train.gguf_model import WeightType, check_writable, import_training_stack, load_base, write_tuned_gguf
 
 __all__ = [
     "CONFIG",
@@ -263,6 +265,7 @@ def train(
     progress = on_progress or (lambda _: None)
     progress(TrainProgress(step=0, total=0, loss=None, phase="load"))
     loaded = load_base(base)
+    check_writable(loaded.model.config.model_type)
     examples = build_examples([s for _, s in training], loaded.tokenizer, max_tokens=max_tokens)
     out.mkdir(parents=True, exist_ok=True)
     (out / CONFIG).write_text(config.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -286,9 +289,10 @@ def train(
     trainer.remove_callback(transformers.trainer_callback.PrinterCallback)  # the progress callback reports instead
     checkpoint = resume and any((out / CHECKPOINTS).glob("checkpoint-*"))
     started = time.perf_counter()
-    trainer.train(resume_from_checkpoint=True if checkpoint else None)
-    seconds = time.perf_counter() - started
-    model.save_pretrained(str(out / ADAPTER))
+    with _library_notices_quiet():
+        trainer.train(resume_from_checkpoint=True if checkpoint else None)
+        seconds = time.perf_counter() - started
+        model.save_pretrained(str(out / ADAPTER))
     replaced = write_tuned_gguf(
         base,
         model.merge_and_unload().state_dict(),
@@ -317,6 +321,16 @@ def train(
     )
     (out / REPORT).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return report
+
+
+@contextlib.contextmanager
+def _library_notices_quiet() -> Iterator[None]:
+    """Silence two notices that say nothing about this run: transformers' deprecation of a name PEFT still calls,
+    and PEFT's remark that a GGUF's folder has no ``config.json`` (the vocabulary is the base file's, unchanged)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        warnings.filterwarnings("ignore", message="Could not find a config file", category=UserWarning)
+        yield
 
 
 def _refuse_leaks(training: list[tuple[Path, Suite]], holding: list[tuple[Path, Suite]]) -> None:

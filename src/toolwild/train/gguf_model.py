@@ -13,6 +13,8 @@ the writer applies it again, so a model read, written and read back has the same
 
 from __future__ import annotations
 
+import contextlib
+import io
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -24,9 +26,28 @@ from toolwild.errors import ConfigError, MissingDependencyError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["WeightType", "load_base", "write_tuned_gguf"]
+__all__ = ["WRITABLE_ARCHITECTURES", "WeightType", "check_writable", "load_base", "write_tuned_gguf"]
 
 INSTALL_HINT = "pip install 'toolwild[train]'"
+
+
+WRITABLE_ARCHITECTURES = frozenset({"llama", "qwen2", "qwen3"})
+"""GGUF architectures whose tensors transformers reads either as stored or (llama) with the query and key rows
+de-interleaved, so that a tuned model can be written back exactly; transformers changes others' tensors in other
+ways (gemma's norms, fused MoE experts ...), which the writer does not undo."""
+
+
+def check_writable(architecture: str) -> None:
+    """Refuse, before training, a base model whose tuned weights could not be written back as a GGUF.
+
+    Raises:
+        ConfigError: the architecture is not in :data:`WRITABLE_ARCHITECTURES`.
+    """
+    if architecture not in WRITABLE_ARCHITECTURES:
+        raise ConfigError(
+            f"a tuned {architecture!r} model cannot be written back as a GGUF yet (supported: "
+            f"{', '.join(sorted(WRITABLE_ARCHITECTURES))})"
+        )
 
 
 class WeightType(StrEnum):
@@ -104,12 +125,14 @@ process that trains more than once (a sweep, the tests) would pay it every time.
 
 
 def _read(path: Path, dtype: str, torch: Any, transformers: Any) -> tuple[Any, dict[str, Any], Any, Any]:
-    transformers.utils.logging.disable_progress_bar()  # toolwild's own bar reports the load; two would interleave
     try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-        model = transformers.AutoModelForCausalLM.from_pretrained(
-            str(path.parent), gguf_file=path.name, dtype=getattr(torch, dtype)
-        )
+        # transformers draws its own bars over the GGUF's tensors (plain tqdm, which no setting turns off); the
+        # caller's progress bar already says the model is loading, and two bars would interleave
+        with contextlib.redirect_stderr(io.StringIO()):
+            tokenizer = transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                str(path.parent), gguf_file=path.name, dtype=getattr(torch, dtype)
+            )
     except (OSError, ValueError, KeyError, NotImplementedError) as exc:
         raise ConfigError(f"cannot read {path} as a transformers model: {exc}") from exc
     if not tokenizer.chat_template:
@@ -172,6 +195,7 @@ def write_tuned_gguf(
     gguf = _import_gguf()
     reader = gguf.GGUFReader(str(base))
     arch = str(reader.fields["general.architecture"].contents())
+    check_writable(arch)
     arch_id = next((k for k, v in gguf.MODEL_ARCH_NAMES.items() if v == arch), None)
     if arch_id is None:
         raise ConfigError(f"the base GGUF's architecture {arch!r} is not one gguf can name tensors for")
@@ -201,9 +225,9 @@ def write_tuned_gguf(
         hf_name = by_gguf_name.get(tensor.name)
         original = gguf.quants.dequantize(tensor.data, tensor.tensor_type) if hf_name else None
         new = _as_array(weights[hf_name]) if hf_name else None
-        if new is not None and ".attn_q." in tensor.name:
+        if new is not None and arch == "llama" and ".attn_q." in tensor.name:
             new = _interleave_heads(new, n_head)
-        elif new is not None and ".attn_k." in tensor.name:
+        elif new is not None and arch == "llama" and ".attn_k." in tensor.name:
             new = _interleave_heads(new, n_head_kv)
         if new is not None and original is not None and new.shape != original.shape:
             raise ConfigError(f"weight {hf_name} has shape {new.shape}, the base tensor {tensor.name} {original.shape}")
