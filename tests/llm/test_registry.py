@@ -6,8 +6,8 @@ import pytest
 
 from toolwild.errors import ConfigError
 from toolwild.llm.registry import create_backend
-from toolwild.llm.usage import UsageTracker
 from toolwild.llm.types import Completion, Usage
+from toolwild.llm.usage import UsageTracker
 
 
 def test_a_training_folder_is_its_model_gguf_under_the_name_given(tmp_path):
