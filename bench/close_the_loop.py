@@ -1,7 +1,7 @@
 """Close the loop: generate ledger sessions, fine-tune the embedded model on them, and evaluate base against tuned.
 
-Run: ``.venv/bin/python bench/close_the_loop.py [--out DIR] [--train-sessions N] [--device auto]`` (about 80 minutes
-on 2 cores with the defaults; every step is skipped when its output exists, so a killed run continues where it
+Run: ``.venv/bin/python bench/close_the_loop.py [--out DIR] [--train-sessions N] [--device auto]`` (about 85 minutes
+on 2 cores with the defaults: 29 training, 48 evaluating; every step is skipped when its output exists, so a killed run continues where it
 stopped). It writes ``DIR/report.md`` (quoted in the README) and prints it.
 
 1. **Data.** ``toolwild suite ledger --seed 1001`` makes the training sessions (the built-in suite uses seed 0), and
@@ -149,7 +149,8 @@ def unknown_tool_calls(run: Path) -> tuple[int, int]:
     """(calls naming a tool the session does not have, all calls) over a run's trajectories."""
     from toolwild.core.formats.wtb import load_wtb_suite
 
-    suite, _ = load_wtb_suite(run / "suite.jsonl")
+    kept = run / "suite.jsonl"  # a run keeps its suite when it ran a copy (--perturb), else names it
+    suite, _ = load_wtb_suite(kept if kept.is_file() else json.loads((run / "config.json").read_text())["suite"])
     tools = {s.id: {t.name for t in s.tools} for s in suite.sessions}
     bad = total = 0
     for line in (run / "trajectories.jsonl").read_text().splitlines():
@@ -162,6 +163,10 @@ def unknown_tool_calls(run: Path) -> tuple[int, int]:
     return bad, total
 
 
+def mean_loss(losses: list[list[float]]) -> float:
+    return sum(loss for _, loss in losses) / len(losses)
+
+
 def pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
@@ -171,9 +176,9 @@ def report(out: Path, models: dict[str, Path], times: dict[str, float]) -> str:
 
     runs = out / "runs"
     lines = [
-        "| set | model | task acc. | session acc. | function-name errors: unknown tool / WTB class "
-        "| gap (forced - free) |",
-        "|---|---|---|---|---|---|",
+        "| set | model | task acc. | session acc. | tasks whose ledger is as expected | function-name errors: "
+        "unknown tool / WTB class | gap (forced - free) |",
+        "|---|---|---|---|---|---|---|",
     ]
     diffs = []
     for key, (label, _) in SETS.items():
@@ -191,10 +196,12 @@ def report(out: Path, models: dict[str, Path], times: dict[str, float]) -> str:
                 if g.get("low") is not None:
                     gap += f" [{100 * g['low']:+.1f}, {100 * g['high']:+.1f}]"
             task, session = total["task"], total["session"]
+            state = metrics["extensions"].get("state_info", {}).get("task_state")
+            state_text = f"{state['correct_count']}/{state['total_count']}" if state else "- (no state checks)"
             lines.append(
                 f"| ({key}) {label} | {name} | {pct(task['accuracy'])} ({task['correct_count']}/{task['total_count']}) "
                 f"| {pct(session['accuracy'])} ({session['correct_count']}/{session['total_count']}) "
-                f"| {bad}/{calls} calls / {wtb_class} tasks | {gap} |"
+                f"| {state_text} | {bad}/{calls} calls / {wtb_class} tasks | {gap} |"
             )
         comparison = compare_runs([runs / f"{key}-{name}" for name in models])
         for p in comparison.pairs:
@@ -210,8 +217,9 @@ def report(out: Path, models: dict[str, Path], times: dict[str, float]) -> str:
         f"Training: {train_report['sessions']} ledger sessions (seed 1001), {train_report['tokens']:,} tokens "
         f"({train_report['trained_tokens']:,} with loss), {train_report['steps']} steps of {config['batch_size']} "
         f"sessions, LoRA rank {config['lora_rank']} on every linear layer, lr {config['learning_rate']}, "
-        f"{train_report['epochs']:.2f} epochs; loss {train_report['losses'][0][1]:.3f} (first step) -> "
-        f"{train_report['losses'][-1][1]:.3f} (last); {train_report['train_seconds'] / 60:.1f} min on "
+        f"{train_report['epochs']:.2f} epochs; training loss {mean_loss(train_report['losses'][:4]):.3f} (mean of the "
+        f"first 4 steps) -> {mean_loss(train_report['losses'][-4:]):.3f} (last 4); "
+        f"{train_report['train_seconds'] / 60:.1f} min on "
         f"{train_report['device']} ({train_report['threads']} threads), {train_report['tokens_per_second']:.0f} "
         "tokens/s.",
         "",
@@ -223,7 +231,8 @@ def report(out: Path, models: dict[str, Path], times: dict[str, float]) -> str:
         "|---|---|---|---|---|---|",
         *diffs,
         "",
-        "Step times (s): " + ", ".join(f"{k} {v:.0f}" for k, v in times.items()),
+        "Step times (s; the evaluations ran base and tuned side by side, with the test suite running beside them): "
+        + ", ".join(f"{k} {v:.0f}" for k, v in times.items()),
         "",
     ]
     return "\n".join(text)

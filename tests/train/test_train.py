@@ -56,9 +56,9 @@ class Killed(Exception):
 @pytest.fixture(scope="module")
 def trained(train_suite, tmp_path_factory):
     """Three optimizer steps on the four sessions (q8_0, the default storage), killed after step 2 (checkpoint 1
-    saved) and resumed with the run's own settings, as ``toolwild train --resume --out DIR`` does; shared by the tests
-    that read the tuned model and by the resume test (which checks what each part did)."""
-    from toolwild.train.finetune import TrainProgress, resume_training, train
+    saved) and resumed by ``toolwild train --resume --out DIR`` with the run's own settings; shared by the tests that
+    read the tuned model and by the resume test (which checks what each part did)."""
+    from toolwild.train.finetune import TrainProgress, TrainReport, train
 
     def kill_at_step_2(p: TrainProgress) -> None:
         if p.phase == "train" and p.step == 2:
@@ -69,9 +69,10 @@ def trained(train_suite, tmp_path_factory):
     with pytest.raises(Killed):
         train([train_suite[1]], out, on_progress=kill_at_step_2, **settings)
     killed = sorted(p.name for p in out.iterdir())
-    steps: list[int] = []
-    report = resume_training(out, on_progress=lambda p: steps.append(p.step) if p.phase == "train" else None)
-    return out, report, {"killed": killed, "steps": steps, "settings": settings}
+    result = runner.invoke(app, ["train", "--resume", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = TrainReport.model_validate_json((out / "train_report.json").read_text())
+    return out, report, {"killed": killed, "output": result.output, "settings": settings}
 
 
 def _labelled_runs(example) -> list[list[int]]:
@@ -231,10 +232,12 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_only_with_its_own_settings
 
     out, report, seen = trained
     assert seen["killed"] == ["checkpoints", "train_config.json"]  # nothing of a finished run was written
-    assert report.resumed_at_step == 1
-    assert seen["steps"] == [2, 3]  # continued after checkpoint 1, not from the start
+    assert report.resumed_at_step == 1  # continued after checkpoint 1, not from the start
     assert [step for step, _ in report.losses] == [1, 2, 3]  # the loss logged before the kill kept
     assert report.tokens_per_second > 0
+    printed = " ".join(seen["output"].split())
+    assert "3 (0.75 epochs)" in printed and f"4 ({report.truncated_sessions} cut to --max-tokens)" in printed
+    assert f"evaluate it: toolwild eval --model local:{out / 'model.gguf'}" in printed
     settings = seen["settings"]
     with pytest.raises(ConfigError, match="already holds a training run"):
         train([train_suite[1]], out, **settings)
