@@ -1,8 +1,8 @@
 """Close the loop: generate ledger sessions, fine-tune the embedded model on them, and evaluate base against tuned.
 
-Run: ``.venv/bin/python bench/close_the_loop.py [--out DIR] [--train-sessions N] [--device auto]`` (about 85 minutes
-on 2 cores with the defaults: 29 training, 48 evaluating; every step is skipped when its output exists, so a killed run continues where it
-stopped). It writes ``DIR/report.md`` (quoted in the README) and prints it.
+Run: ``.venv/bin/python bench/close_the_loop.py [--out DIR] [--train-sessions N] [--device auto]`` (about 85
+minutes on 2 cores with the defaults: 29 training, 48 evaluating; every step is skipped when its output exists, so a
+killed run continues where it stopped). It writes ``DIR/report.md`` (quoted in the README) and prints it.
 
 1. **Data.** ``toolwild suite ledger --seed 1001`` makes the training sessions (the built-in suite uses seed 0), and
    the eval suites are made or read: (a) held-out sessions of the built-in ledger (seed 0); (b) an own-books suite on
