@@ -277,7 +277,8 @@ def train(
         target_modules=LORA_TARGETS,
         task_type="CAUSAL_LM",
     )
-    model = peft.get_peft_model(loaded.model, lora)
+    with _library_notices_quiet():
+        model = peft.get_peft_model(loaded.model, lora)
     tracker = _Tracker(progress)
     trainer = transformers.Trainer(
         model=model,
