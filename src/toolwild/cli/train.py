@@ -61,7 +61,7 @@ def train_command(
     embedded model's prompt mode (tools in the system line, calls as JSON replies) and its own chat template, with
     loss on the assistant's replies only. Run `toolwild eval --model local:OUT/model.gguf` to evaluate it with the
     same loop, prompt and scoring as the base model. `toolwild train --resume --out OUT` continues a killed run from
-    its last checkpoint, with the settings it was started with. Needs the train extra: pip install 'toolwild[train]'.
+    its last checkpoint, with the settings it was started with. Needs the train extra: pip install 'toolwild\\[train]'.
     """
     from toolwild.train.finetune import TrainProgress, resume_training, train
 
