@@ -89,6 +89,23 @@ class TrainConfig(BaseModel):
     save_steps: int = 25
 
 
+SETTINGS = frozenset(
+    {
+        "epochs",
+        "max_steps",
+        "learning_rate",
+        "lora_rank",
+        "batch_size",
+        "max_tokens",
+        "seed",
+        "weight_type",
+        "save_steps",
+    }
+)
+"""The fields of :class:`TrainConfig` that are :func:`train`'s keyword arguments of the same name (the others are
+derived: the base file's name and size, the suites' fingerprints, LoRA's alpha and dropout)."""
+
+
 class TrainReport(BaseModel):
     """What a finished run trained on and what it cost."""
 
@@ -388,16 +405,8 @@ def resume_training(out: str | Path, **runtime: Any) -> TrainReport:
         out,
         base=base,
         held_out=[s.path for s in config.held_out],
-        epochs=config.epochs,
-        max_steps=config.max_steps,
-        learning_rate=config.learning_rate,
-        lora_rank=config.lora_rank,
-        batch_size=config.batch_size,
-        max_tokens=config.max_tokens,
-        seed=config.seed,
-        weight_type=config.weight_type,
-        save_steps=config.save_steps,
         resume=True,
+        **config.model_dump(include=SETTINGS),
         **runtime,
     )
 
