@@ -234,7 +234,8 @@ def _run_guard(tmp_path: Path, **env_overrides: str) -> dict[str, str]:
     shutil.copy(ROOT / "tests" / "conftest.py", project / "tests" / "conftest.py")
     (project / "tests" / "test_skips.py").write_text(_SKIPPING_TESTS)
     report = tmp_path / "report.jsonl"
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "TOOLWILD_REQUIRE_FIXTURES")}
+    # PYTEST_ADDOPTS left out too: an outer run's --basetemp would make the inner pytest wipe this test's tmp_path
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "TOOLWILD_REQUIRE_FIXTURES", "PYTEST_ADDOPTS")}
     env.update(env_overrides)
     plugin = tmp_path / "outcomes.py"
     plugin.write_text(
