@@ -21,6 +21,11 @@ every part down for a smoke run, about 15 minutes).
   without the semantic diversity figure (``--encoder none``: what generation itself holds), and once with it (its
   sentence encoder is loaded once, at the end, whatever N). Memory is given for the largest process (the command
   or one of its workers) and for all of them together (sampled every 0.2 s).
+- ``--before SRC`` (with ``--part ledger``): the same verified ledger command run by the code in ``SRC`` (a copy of
+  ``src`` from before a change, put first on ``PYTHONPATH``) and by this tree, interleaved (``--rounds``, at
+  ``--sessions``, the default executor, ``--encoder none``): rate, CPU per session (the command and its workers,
+  the figure to read on a shared machine), peak memory, the ratio of each, and whether the two suites are byte for
+  byte the same. Nothing else runs with ``--before``.
 - ``templates``: ``toolwild synth sessions --env inventory --n N`` (template wording, verification on, the default
   executor: worker processes on every core from 512 sessions) as a subprocess at N = 10,000 and 100,000 (quick:
   2,000 and 6,000): wall time, rate and peak resident memory against N.
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import resource
@@ -113,6 +119,10 @@ class Figures:
     """Peak resident memory of the command and its workers together (MiB, sampled every 0.2 s)."""
     written: int
     """Sessions in the suite."""
+    cpu: float = 0.0
+    """CPU seconds (user and system) of the command and of the workers it waited for."""
+    digest: str = ""
+    """SHA-256 of the suite written."""
 
     @property
     def rate(self) -> float:
@@ -141,10 +151,16 @@ def _tree_rss_mib(root: int) -> float:
     return pages * resource.getpagesize() / 2**20
 
 
-def _generate(args: list[str], out: Path) -> Figures:
-    """One ``toolwild`` generation command as a subprocess (its outputs removed after): see :class:`Figures`."""
+def _generate(args: list[str], out: Path, *, code: Path | None = None) -> Figures:
+    """One ``toolwild`` generation command as a subprocess (its outputs removed after): see :class:`Figures`.
+    ``code``: a ``src`` folder to run instead of this tree's (put first on ``PYTHONPATH``)."""
+    env = None
+    if code is not None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")]))}
     start = time.perf_counter()
-    child = subprocess.Popen([*TOOLWILD, *args, "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [*TOOLWILD, *args, "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
     peak = 0.0
     stop = threading.Event()
 
@@ -163,9 +179,11 @@ def _generate(args: list[str], out: Path) -> Figures:
     if child.returncode != 0:
         raise SystemExit(f"toolwild {' '.join(args)} exited {child.returncode}: {child.stderr.read().decode()[-2000:]}")
     written = sum(1 for _ in out.open("rb"))
+    digest = hashlib.sha256(out.read_bytes()).hexdigest()
     for path in out.parent.glob(f"{out.name}*"):
         path.unlink()
-    return Figures(wall, usage.ru_maxrss / 1024, max(peak, usage.ru_maxrss / 1024), written)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Figures(wall, usage.ru_maxrss / 1024, max(peak, usage.ru_maxrss / 1024), written, cpu, digest)
 
 
 def _line(what: str, f: Figures) -> str:
@@ -212,11 +230,41 @@ def bench_ledger(sizes: list[int], side_by_side: int, rounds: int, verify_modes:
     print(_line(f"ledger verified, n={sizes[0]:,}, default executor, with the semantic figure (MiniLM)", f))
 
 
+def bench_before_after(before: Path, n: int, rounds: int, tmp: Path) -> None:
+    """The verified ledger command by the code in ``before`` and by this tree, interleaved (see the docstring)."""
+    args = ["suite", "ledger", "--sessions", str(n), "--verify", "--encoder", "none"]
+    runs: dict[str, list[Figures]] = {"before": [], "after": []}
+    for round_ in range(rounds):
+        for which in runs:
+            f = _generate(args, tmp / "ledger.jsonl", code=before if which == "before" else None)
+            runs[which].append(f)
+            print(_line(f"{which}: ledger verified, n={n:,} (round {round_ + 1})", f) + f", CPU {f.cpu:.1f} s")
+    b, a = runs["before"], runs["after"]
+    rate_b, rate_a = statistics.mean(f.rate for f in b), statistics.mean(f.rate for f in a)
+    cpu_b = statistics.mean(1000 * f.cpu / f.written for f in b)
+    cpu_a = statistics.mean(1000 * f.cpu / f.written for f in a)
+    same = len({f.digest for f in [*b, *a]}) == 1
+    print(
+        f"before {rate_b:.1f} sessions/s, {cpu_b:.0f} ms CPU per session, largest process "
+        f"{max(f.largest for f in b):.0f} MiB, all {max(f.tree for f in b):.0f} MiB; after {rate_a:.1f} sessions/s, "
+        f"{cpu_a:.0f} ms CPU per session, largest {max(f.largest for f in a):.0f} MiB, all "
+        f"{max(f.tree for f in a):.0f} MiB; rate after/before {rate_a / rate_b:.2f}x, CPU per session "
+        f"before/after {cpu_b / cpu_a:.2f}x; suites byte-identical: {'yes' if same else 'NO'}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--part", choices=("envs", "sessions", "templates", "ledger"), action="append")
     parser.add_argument("--quick", action="store_true", help="everything scaled down (a smoke run)")
+    parser.add_argument("--before", type=Path, help="a src folder to compare with (ledger, verified; see above)")
+    parser.add_argument("--sessions", type=int, default=1_000, help="sessions per run with --before")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds with --before")
     args = parser.parse_args()
+    if args.before is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            bench_before_after(args.before.resolve(), args.sessions, args.rounds, Path(tmp))
+        return
     parts = args.part or ["envs", "sessions", "ledger", "templates"]
     print(
         f"{LATENCY_S * 1000:.0f} ms per model call; peak RSS of this process so far: "

@@ -158,3 +158,36 @@ def test_the_counter_streams_and_gives_the_same_figures():
 def test_an_empty_suite_has_no_shares():
     quality = suite_quality([])
     assert quality.user_turns.share is None and quality.answers.share is None and quality.subtypes == {}
+
+
+def test_checks_worked_out_elsewhere_count_the_same():
+    """A session's gold checks worked out where it was made (a worker) and sent with it as JSON give the counts
+    running them here gives; a record of another form, or of another session's length, is not used."""
+    import json
+
+    from toolwild.core.quality import session_checks
+
+    suite = hand_made()
+    here, sent = QualityCounter(), QualityCounter()
+    for s in suite.sessions:
+        here.add(s)
+        checks = json.loads(json.dumps(session_checks(Session.model_validate(s.model_dump(mode="json")))))
+        sent.add(s, checks=checks)
+    assert sent.result() == here.result()
+    # the hand-made suite has a finding of each kind, so every part of the record is used
+    assert session_checks(suite.sessions[0])["ambiguity"] and session_checks(suite.sessions[0])["answers"]["1"]
+    assert session_checks(suite.sessions[1])["labels"] == [1]
+    # a record that does not fit is not used: the checks run again
+    wrong = QualityCounter()
+    for s in suite.sessions:
+        wrong.add(s, checks={**session_checks(s), "labels": [], "ambiguity": [], "answers": {}, "version": 0})
+    assert wrong.result() == here.result()
+    other = QualityCounter()
+    lying = {**session_checks(suite.sessions[0]), "tasks": 5, "labels": [], "ambiguity": [], "answers": {}}
+    other.add(suite.sessions[0], checks=lying)
+    other.add(suite.sessions[1])
+    assert other.result() == here.result()
+    # and a record that fits is what is counted (not worked out again)
+    used = QualityCounter()
+    used.add(suite.sessions[0], checks={**session_checks(suite.sessions[0]), "ambiguity": []})
+    assert used.result().ambiguity.findings == 0

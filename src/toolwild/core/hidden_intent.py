@@ -21,8 +21,12 @@ appears in a task at least two positions back and neither in task i-1 nor in the
 from __future__ import annotations
 
 import calendar
+import functools
 import json
 import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
@@ -34,6 +38,7 @@ __all__ = [
     "ROOT_NOUNS",
     "ROOT_VERBS",
     "SubtypeFinding",
+    "TextMemo",
     "ancestors",
     "carries_request",
     "check_subtypes",
@@ -47,6 +52,59 @@ __all__ = [
     "states",
     "task_text",
 ]
+
+
+class TextMemo:
+    """Answers already worked out about a text: per text (and context), a dict of value -> answer, for the last
+    ``size`` texts asked about (least recently used dropped), each dict holding at most ``per_text`` answers.
+
+    Why: the checks of gold (the label check, the reference check, grounding) ask the same few questions of the
+    same conversation text again and again: for each candidate wording while a task is built, again when the
+    session is verified, and again when the suite's quality is counted. Each answer is a handful of regular
+    expression searches; a kept one is a dict lookup. Bounded both ways, so memory stays flat in the number of
+    sessions (a text is kept once per entry, as the key)."""
+
+    def __init__(self, size: int = 512, per_text: int = 4096) -> None:
+        self.size = size
+        self.per_text = per_text
+        self._texts: OrderedDict[Hashable, dict[Hashable, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._texts.clear()
+
+    def answer(self, key: Hashable, value: Any, work: Callable[[], Any]) -> Any:
+        """The kept answer about ``value`` in ``key``'s text, or ``work()`` (then kept). A value that cannot be a
+        key (unhashable) is worked out every time."""
+        try:
+            slot = (type(value), value)
+            hash(slot)
+        except TypeError:
+            return work()
+        with self._lock:
+            answers = self._texts.get(key)
+            if answers is None:
+                answers = self._texts[key] = {}
+                if len(self._texts) > self.size:
+                    self._texts.popitem(last=False)
+            else:
+                self._texts.move_to_end(key)
+            if slot in answers:
+                return answers[slot]
+        found = work()
+        with self._lock:
+            if len(answers) >= self.per_text:
+                answers.clear()
+            answers[slot] = found
+        return found
+
+
+_MENTIONS = TextMemo()
+_STATES = TextMemo()
 
 
 @dataclass(frozen=True)
@@ -101,7 +159,13 @@ def _spellings(value: Any) -> list[str]:
 
 
 def mentions(text: str, value: Any) -> bool:
-    """Whether ``text`` contains ``value`` as a whole token (so 25 is not found inside 2024-07-25 or O-1025)."""
+    """Whether ``text`` contains ``value`` as a whole token (so 25 is not found inside 2024-07-25 or O-1025).
+
+    Answers are kept per text (:class:`TextMemo`): the same question costs a lookup the second time."""
+    return bool(_MENTIONS.answer(text, value, lambda: _mentions(text, value)))
+
+
+def _mentions(text: str, value: Any) -> bool:
     low = text.lower()
     for spelling in _spellings(value):
         if spelling and re.search(rf"(?<![\w.\-/:]){re.escape(spelling)}(?![\w\-/]|:\w|\.\d)", low):
@@ -144,17 +208,25 @@ ROOT_VERBS: dict[str, tuple[str, ...]] = {"owe": ("Liabilities",)}
 """Verbs that say which root a pointed-at account is under: what one "owes" on is a Liabilities account."""
 
 
-def _names_in(context: str) -> set[str]:
-    """The hierarchical names a context lists, and their parents (``Expenses:Food`` of ``Expenses:Food:Groceries``)."""
+@functools.lru_cache(maxsize=256)
+def _names_in(context: str) -> frozenset[str]:
+    """The hierarchical names a context lists, and their parents (``Expenses:Food`` of ``Expenses:Food:Groceries``).
+    Kept for the last contexts asked about (a session asks about its one context line thousands of times)."""
     out: set[str] = set()
     for name in _HIERARCHICAL.findall(context):
         parts = name.split(":")
         out |= {":".join(parts[:k]) for k in range(2, len(parts) + 1)}
-    return out
+    return frozenset(out)
 
 
-def _roots_in(context: str) -> set[str]:
-    return {name.split(":", 1)[0] for name in _HIERARCHICAL.findall(context)}
+@functools.lru_cache(maxsize=256)
+def _roots_in(context: str) -> frozenset[str]:
+    return frozenset(name.split(":", 1)[0] for name in _HIERARCHICAL.findall(context))
+
+
+@functools.lru_cache(maxsize=4096)
+def _spoken(name: str) -> frozenset[str]:
+    return frozenset(spoken_names(name))
 
 
 def _says(text: str, words: str) -> bool:
@@ -211,6 +283,22 @@ def context_day(context: str) -> date | None:
 
 
 def states(text: str, value: Any, context: str = "") -> bool:
+    """Whether ``text`` states ``value`` (see :func:`_states`); answers are kept per text and what the context says
+    (:class:`TextMemo`, :func:`_context_key`)."""
+    return bool(_STATES.answer((text, _context_key(context)), value, lambda: _states(text, value, context)))
+
+
+@functools.lru_cache(maxsize=256)
+def _context_key(context: str) -> tuple[bool, str | None, tuple[str, ...]]:
+    """What :func:`_states` reads of a context: whether there is one, its first ISO date (the session's "today")
+    and the hierarchical names it lists. Two contexts alike in these get the same answers, so they share them: a
+    generator checks a task against the context's date and chart while it builds it, and the finished session
+    (whose context line adds the clock and the weekday) is checked again with the same questions."""
+    found = _ISO_DAY.search(context)
+    return bool(context), found.group(0) if found else None, tuple(_HIERARCHICAL.findall(context))
+
+
+def _states(text: str, value: Any, context: str = "") -> bool:
     """Whether ``text`` states ``value``: it contains it (:func:`mentions`); or ``value`` is a date the words name
     relative to the context's day (:func:`day_phrases`: "today's receipt" states today, "last month" its first and
     last day); or ``value`` is a hierarchical name the session's ``context`` lists (an account of the chart the
@@ -240,7 +328,7 @@ def states(text: str, value: Any, context: str = "") -> bool:
     if value not in names:
         return False
     for spoken in spoken_names(value):
-        if _says(low, spoken) and not any(spoken in spoken_names(o) for o in names if o != value):
+        if _says(low, spoken) and not any(spoken in _spoken(o) for o in names if o != value):
             return True
     return False
 

@@ -66,6 +66,7 @@ from toolwild.errors import MissingDependencyError
 
 __all__ = [
     "AMBIGUOUS_DROP",
+    "CHECKS_VERSION",
     "SEMANTIC_SAMPLE",
     "SEMANTIC_TAU",
     "AmbiguityQuality",
@@ -85,6 +86,7 @@ __all__ = [
     "WildRate",
     "distinct_key",
     "semantic_diversity",
+    "session_checks",
     "suite_quality",
     "user_turns",
     "words",
@@ -513,6 +515,46 @@ def _sampled(entry: tuple[str, str, int]) -> Example:
     return Example(session=session, task=task, text=_short(text))
 
 
+CHECKS_VERSION = 1
+"""The form of :func:`session_checks`' record (a record of another form is not used: the checks run again)."""
+
+
+def session_checks(session: Session) -> dict[str, Any]:
+    """The gold checks :class:`QualityCounter` counts for one session, as JSON: the tasks whose hidden-intent label
+    the values do not bear out (``labels``), the ambiguous references and the ungrounded identifiers (``[task,
+    message]`` each), and the answer check's problems of each task with calls (by task index, as a string).
+
+    Why apart: they are most of the counting's work, and a session made in a worker process has them worked out
+    there (where the same checks have just verified it, so most of their answers are kept) and sent with it: the
+    process that writes the suite then only adds them up."""
+    answers: dict[str, list[str]] = {}
+    earlier: list[Any] = []
+    for i, task in enumerate(session.tasks):
+        if task.call_nodes:
+            answer = _final_answer(task)
+            problems = (
+                ["the task has no final answer"]
+                if answer is None
+                else answer_problems(answer, _call_results(task), earlier)
+            )
+            answers[str(i)] = [str(p) for p in problems]
+        earlier += _call_results(task)
+    return {
+        "version": CHECKS_VERSION,
+        "tasks": len(session.tasks),
+        # only the label findings: an ambiguous reference is counted apart (ambiguity), not as an unbacked label
+        "labels": sorted({f.task_index for f in check_subtypes(session) if f.kind == "label"}),
+        "ambiguity": [[f.task_index, f.message] for f in ambiguous_references(session)],
+        "grounding": [[f.task_index, f.message] for f in ungrounded_identifiers(session)],
+        "answers": answers,
+    }
+
+
+def _usable_checks(checks: Mapping[str, Any], session: Session) -> bool:
+    """Whether a record of :func:`session_checks` is of this form and of a session of this many tasks."""
+    return checks.get("version") == CHECKS_VERSION and checks.get("tasks") == len(session.tasks)
+
+
 class QualityCounter:
     """Accumulates the quality figures one session at a time (see the module docstring); :meth:`result` gives them.
 
@@ -555,17 +597,21 @@ class QualityCounter:
         self._labels: Counter[str] = Counter()
         self._backed: Counter[str] = Counter()
 
-    def add(self, session: Session) -> None:
+    def add(self, session: Session, *, checks: Mapping[str, Any] | None = None) -> None:
         """Count one session.
+
+        ``checks``: what :func:`session_checks` gave for this very session (worked out where it was made, e.g. in a
+        worker process, and sent with it), used instead of running the gold checks again here; None: run them.
 
         Raises:
             DataError: its ``extra["wild"]`` record is malformed (:func:`toolwild.core.wild.wild_behaviours`); read
                 before anything is counted, so the figures so far stay whole.
         """
         behaviours = wild_behaviours(session.extra, len(session.tasks), session=session.id)
+        if checks is None or not _usable_checks(checks, session):
+            checks = session_checks(session)
         self.sessions += 1
         self.tasks += len(session.tasks)
-        earlier: list[Any] = []
         for i, task in enumerate(session.tasks):
             self._add_turns(session, i, task)
             self._add_ngrams(task.utterance)
@@ -573,13 +619,12 @@ class QualityCounter:
             self._openings.add(_digest(" ".join(words(task.utterance)[:OPENING_WORDS])))
             if self._sample is not None:
                 self._sample.add(task.utterance, session.id, i)
-            self._add_answer(session, i, task, earlier)
+            self._add_answer(session, i, task, checks["answers"].get(str(i)))
             self._add_chat_answer(task)
             self._wild.update(set(behaviours[i]))
-            earlier += _call_results(task)
-        self._add_subtypes(session)
-        self._add_ambiguity(session)
-        self._add_grounding(session)
+        self._add_subtypes(session, set(checks["labels"]))
+        self._add_ambiguity(session, checks["ambiguity"])
+        self._add_grounding(session, checks["grounding"])
 
     def _add_turns(self, session: Session, index: int, task: Task) -> None:
         for turn in user_turns(task):
@@ -618,16 +663,12 @@ class QualityCounter:
             self._ngrams[n] += len(grams)
             seen.update(_digest(g) for g in grams)
 
-    def _add_answer(self, session: Session, index: int, task: Task, earlier: list[Any]) -> None:
+    def _add_answer(self, session: Session, index: int, task: Task, problems: list[str] | None) -> None:
         if not task.call_nodes:
             return
         self._answers.tool_tasks += 1
         answer = _final_answer(task)
-        problems = (
-            ["the task has no final answer"]
-            if answer is None
-            else answer_problems(answer, _call_results(task), earlier)
-        )
+        problems = problems or []
         if not problems:
             self._answers.passing += 1
         elif len(self._answers.failures) < MAX_EXAMPLES:
@@ -643,36 +684,32 @@ class QualityCounter:
             self._chats += 1
             self._chat_answers.add(_digest(distinct_key(answer)))
 
-    def _add_subtypes(self, session: Session) -> None:
-        # only the label findings: an ambiguous reference is counted apart (ambiguity), not as an unbacked label
-        flagged = {f.task_index for f in check_subtypes(session) if f.kind == "label"}
+    def _add_subtypes(self, session: Session, flagged: set[int]) -> None:
         for i, task in enumerate(session.tasks):
             label = task.subtype.value
             self._labels[label] += 1
             if i not in flagged:
                 self._backed[label] += 1
 
-    def _add_grounding(self, session: Session) -> None:
-        findings = ungrounded_identifiers(session)
+    def _add_grounding(self, session: Session, findings: list[list[Any]]) -> None:
         self._grounding.tool_tasks += sum(1 for t in session.tasks if t.call_nodes)
-        self._grounding.tasks += len({f.task_index for f in findings})
+        self._grounding.tasks += len({index for index, _ in findings})
         self._grounding.identifiers += len(findings)
-        for f in findings:
+        for index, message in findings:
             if len(self._grounding.examples) >= MAX_EXAMPLES:
                 break
-            text = _short(session.tasks[f.task_index].utterance)
-            self._grounding.examples.append(Example(session=session.id, task=f.task_index, text=text, why=[f.message]))
+            text = _short(session.tasks[index].utterance)
+            self._grounding.examples.append(Example(session=session.id, task=index, text=text, why=[message]))
 
-    def _add_ambiguity(self, session: Session) -> None:
-        findings = ambiguous_references(session)
+    def _add_ambiguity(self, session: Session, findings: list[list[Any]]) -> None:
         self._ambiguity.findings += len(findings)
-        self._ambiguity.tasks += len({f.task_index for f in findings})
-        for f in findings:
+        self._ambiguity.tasks += len({index for index, _ in findings})
+        for index, message in findings:
             if len(self._ambiguity.examples) >= MAX_EXAMPLES:
                 break
-            task = session.tasks[f.task_index] if 0 <= f.task_index < len(session.tasks) else None
+            task = session.tasks[index] if 0 <= index < len(session.tasks) else None
             text = _short(task.utterance) if task is not None else ""
-            self._ambiguity.examples.append(Example(session=session.id, task=f.task_index, text=text, why=[f.message]))
+            self._ambiguity.examples.append(Example(session=session.id, task=index, text=text, why=[message]))
 
     def result(self, *, drops: Mapping[str, int] | None = None) -> SuiteQuality:
         """The figures so far. ``drops``: the generation run's drop counts by reason (None for a suite read from a

@@ -234,7 +234,7 @@ class _Run:
 
             def write(session: Session) -> None:
                 summary.add(session)
-                quality.add(session)
+                quality.add(session, checks=assembly.checks)  # worked out where the session was made
                 for writer in writers:
                     writer.write(session)
 

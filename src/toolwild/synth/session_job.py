@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolwild.core.quality import session_checks
 from toolwild.core.session import Session
 from toolwild.errors import HarnessError, TransientBackendError
 from toolwild.run import Executor, Unit, UnitLog, UnitRecord, UnitStatus
@@ -164,11 +165,13 @@ class SessionJob:
         problems = []
         if self.verify is not None and outcome.session is not None:
             problems = await self.verify(outcome.session, self.providers[slot])
-        return {
-            "outcome": outcome.to_json(),
-            "session": outcome.session.model_dump(mode="json") if outcome.session is not None else None,
-            "problems": problems,
-        }
+        made = outcome.session.model_dump(mode="json") if outcome.session is not None else None
+        result: dict[str, Any] = {"outcome": outcome.to_json(), "session": made, "problems": problems}
+        if made is not None:
+            # the suite's quality checks, worked out here (in a worker, where verifying has just asked the same
+            # questions) on the session as the writer will read it back, so the writer only adds them up
+            result["checks"] = session_checks(Session.model_validate(made))
+        return result
 
     async def run(
         self, executor: Executor, *, record: Callable[[UnitRecord], None], done: set[str] = frozenset()
@@ -193,6 +196,9 @@ class Assembly:
         self.job = job
         self.write = write
         self.report = SessionsReport()
+        self.checks: dict[str, Any] | None = None
+        """The quality checks recorded with the session being written (``session_checks``), while ``write`` runs;
+        None when its record holds none (a run logged before they were)."""
         self._cut: dict[int, int] = {}
         """Environment slot -> the index where its environment was given up (later ones are not kept)."""
 
@@ -223,6 +229,7 @@ class Assembly:
         report.utterances.update(made.extra.get("utterance_sources") or [])
         report.answers.update(made.extra.get("answer_sources") or [])
         report.problems += record.result.get("problems") or []
+        self.checks = record.result.get("checks")
         self.write(made)
 
 
@@ -252,6 +259,11 @@ class StreamedAssembly:
         """1 where an index's record is in the log and waits for its turn (a byte per session)."""
         for index in range(self._n):
             self._ready[index] = session_key(index) in done
+
+    @property
+    def checks(self) -> dict[str, Any] | None:
+        """The quality checks recorded with the session being written (see :attr:`Assembly.checks`)."""
+        return self._assembly.checks
 
     def add(self, record: UnitRecord) -> None:
         """A unit's record, just logged."""

@@ -8,6 +8,7 @@ transaction carries a stable ``id`` metadata value (``txn-0001`` ...) so tools a
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -174,8 +175,12 @@ def _render_txn(txn: _Txn, txn_id: str) -> str:
     return "\n".join(lines)
 
 
+@functools.lru_cache(maxsize=16)
 def generate_ledger(seed: int, *, months: int = 4, start: date = date(2024, 1, 1)) -> str:
     """The Beancount text of a seeded personal ledger from ``start`` to :func:`ledger_today`.
+
+    The last few texts made are kept (a suite opens a session's ledger once per build attempt and once more to
+    verify it; a text is about 20 kB).
 
     Args:
         seed: the random seed; the same seed always gives byte-identical text.

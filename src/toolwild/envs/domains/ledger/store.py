@@ -17,17 +17,24 @@ the original's layout.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import re
 import shutil
 import tempfile
+import threading
 import weakref
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Hashable, Iterator
 from pathlib import Path
+from typing import Any
+
+from beancount.core import data
 
 from toolwild.envs.base import ToolErrorKind
 from toolwild.envs.domains.ledger.address import Addresses
 from toolwild.envs.domains.ledger.book import FileParse, LoadedLedger, ParsedTree, load_tree, parse_tree
+from toolwild.envs.domains.ledger.canonical import STATE_MEMO, canonical_state
 from toolwild.envs.domains.ledger.edit import Splice
 from toolwild.envs.domains.ledger.files import (
     LedgerError,
@@ -41,7 +48,72 @@ from toolwild.envs.domains.ledger.files import (
 from toolwild.envs.domains.ledger.revise import revise
 from toolwild.envs.toolkit import ToolFailure
 
-__all__ = ["LedgerStore", "copy_ledger_tree"]
+__all__ = ["KEPT_LOADS", "LedgerStore", "copy_ledger_tree", "forget_kept_loads", "kept_loads"]
+
+KEPT_LOADS = 8
+"""How many loads a process keeps to start later episodes of the same ledger from (least recently used dropped).
+
+Why: an episode of a generated ledger loads its text (parse, book, validate: tens of milliseconds), and a suite
+opens the same text again and again: every build attempt of a session, then its verification's replay. A kept load
+is handed to a new episode as a copy under the episode's own file name (:func:`_relocated`, about a tenth of a
+load); the kept one is never handed out, so nothing an episode does reaches it. Bounded in number and in size
+(:data:`KEPT_CHARS`), so memory stays flat however many sessions a process makes (a load holds about 20 bytes per
+character of its text: half a megabyte for a generated ledger)."""
+KEPT_CHARS = 2_000_000
+"""The most text (characters, all files of all kept loads) the kept loads may hold, about 40 MB of loads; a ledger
+with more than half of it is never kept (a big ledger is the user's own: an episode of it is started from the
+start-up check's load instead, see :meth:`LedgerStore.copy_of`)."""
+_kept: OrderedDict[Hashable, LoadedLedger] = OrderedDict()
+_kept_lock = threading.Lock()
+
+
+def _chars(loaded: LoadedLedger) -> int:
+    return sum(len(text) for text in loaded.files.values())
+
+
+def kept_loads() -> int:
+    """How many loads are kept now (at most :data:`KEPT_LOADS`)."""
+    return len(_kept)
+
+
+def forget_kept_loads() -> None:
+    """Drop every kept load (the next episode of any ledger loads it afresh)."""
+    with _kept_lock:
+        _kept.clear()
+
+
+def _kept_load(key: Hashable) -> LoadedLedger | None:
+    with _kept_lock:
+        found = _kept.get(key)
+        if found is not None:
+            _kept.move_to_end(key)
+        return found
+
+
+def _keep(key: Hashable, loaded: LoadedLedger) -> bool:
+    """Keep ``loaded`` under ``key`` (the least recently used dropped past the bounds); False: too big to keep."""
+    if _chars(loaded) * 2 > KEPT_CHARS:
+        return False
+    with _kept_lock:
+        _kept[key] = loaded
+        _kept.move_to_end(key)
+        while len(_kept) > KEPT_LOADS or sum(_chars(k) for k in _kept.values()) > KEPT_CHARS:
+            _kept.popitem(last=False)
+    return True
+
+
+def _keepable(loaded: LoadedLedger) -> bool:
+    """Whether a load of these texts under other file names is this load renamed: it loaded cleanly, reads no
+    folder of its own (no ``pythonpath`` option, no ``document`` directives) and its files are the texts it holds."""
+    tree = loaded.tree
+    return (
+        loaded.ok
+        and tree is not None
+        and not tree.problems
+        and not loaded.options.get("pythonpath")
+        and not any("document" in text for text in loaded.files.values())
+    )
+
 
 _ABSOLUTE_INCLUDE = re.compile(r'^(include[ \t]+")([^"\r\n]+)(")', re.MULTILINE)
 _DOCUMENTS_OPTION = re.compile(r'^(option[ \t]+"documents"[ \t]+")([^"\r\n]+)(")', re.MULTILINE)
@@ -128,11 +200,31 @@ class LedgerStore:
 
     @classmethod
     def from_text(cls, text: str, *, allow_outside_includes: bool | None = None) -> LedgerStore:
-        """A private folder holding ``ledger.beancount`` with ``text``."""
+        """A private folder holding ``ledger.beancount`` with ``text``, already loaded: from a kept load of the same
+        text when there is one (:data:`KEPT_LOADS`), else afresh (and then kept)."""
         folder = Path(tempfile.mkdtemp(prefix="toolwild-ledger-"))
         main = folder / "ledger.beancount"
         main.write_bytes(text.encode("utf-8"))
-        return cls(main, private_dir=folder, allow_outside_includes=allow_outside_includes)
+        store = cls(main, private_dir=folder, allow_outside_includes=allow_outside_includes)
+        if "include" in text:  # its includes resolve in the new folder: load it there
+            return store
+        key = ("text", text, store.allow_outside_includes)
+        name = str(store.main)
+        kept = _kept_load(key)
+        if kept is None:
+            try:
+                loaded = store.load_fresh()
+            except BaseException:
+                store.close()
+                raise
+            if not _keepable(loaded) or _chars(loaded) * 2 > KEPT_CHARS:  # a big text: no state worked out early
+                store.prime(loaded)
+                return store
+            canonical_state(loaded)  # every episode asks for its starting state: worked out once, handed on
+            _keep(key, loaded)
+            kept = loaded
+        store.prime(_relocated(kept, {kept.main: name}, {name: stamp_of(name)}))
+        return store
 
     @classmethod
     def copy_of(
@@ -145,14 +237,24 @@ class LedgerStore:
         copy's load by renaming its files (nothing is parsed again). ``loaded``, a load of the same ledger under
         the same include rule (the environment's start-up check), is used instead of loading when none of its files
         changed since; the store takes it over (its entries are renamed in place), so it must not be used after.
+        Without ``loaded``, a kept load of the same one-file ledger (:data:`KEPT_LOADS`) is used when the file still
+        holds its text (read and compared), and a fresh load is kept for the next copy.
         """
         allowed = outside_includes_allowed(allow_outside_includes)
         main = os.path.normpath(os.path.abspath(os.path.expanduser(ledger)))
         if not os.path.isfile(main):
             raise LedgerError(f"ledger {ledger}: no such file")
         original = loaded if loaded is not None and loaded.main == main and _fresh(loaded) else None
-        if original is None:
+        key = ("file", main, allowed)
+        kept = _kept_load(key) if original is None else None
+        if kept is not None and not _same_texts(kept):
+            kept = None
+        if kept is not None:
+            original = kept
+        elif original is None:
             original = load_tree(Path(main), allow_outside_includes=allowed)
+            if _keepable(original) and list(original.files) == [main] and _keep(key, original):
+                kept = original
         tree = original.tree
         if tree is None or tree.problems:
             root = os.path.dirname(main)
@@ -168,7 +270,7 @@ class LedgerStore:
             shutil.rmtree(folder, ignore_errors=True)
             raise
         if same and original.ok and not original.options.get("pythonpath"):
-            store.prime(_renamed(original, names, stamps))
+            store.prime(_renamed(original, names, stamps) if kept is None else _relocated(kept, names, stamps))
         return store
 
     def load_fresh(self) -> LoadedLedger:
@@ -309,6 +411,129 @@ def _write_copy(files: dict[str, str], main: str, folder: Path) -> tuple[dict[st
         names[name] = os.path.normpath(str(target))
         stamps[names[name]] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     return names, stamps, same
+
+
+def _same_texts(loaded: LoadedLedger) -> bool:
+    """Whether each of the ledger's files holds, now, the text it was loaded from (read and compared: exact)."""
+    try:
+        return all(read_text(Path(name)) == text for name, text in loaded.files.items())
+    except LedgerError:
+        return False
+
+
+_new_tuple = tuple.__new__
+
+
+def _relocated(loaded: LoadedLedger, names: dict[str, str], stamps: dict[str, Stamp | None]) -> LoadedLedger:
+    """A load of ``loaded``'s texts under other file names (``names``: old -> new), made from it without changing
+    it: what :func:`_renamed` makes, with every object that holds a file name (an entry's or a posting's metadata,
+    the entry itself, the options, the addresses) new, and the rest (amounts, dates, strings) shared, since
+    nothing changes them. Objects shared in ``loaded`` (a transaction as written and as booked share their
+    metadata) are shared in the copy. Of what was worked out from it (``memo``), only the canonical state is carried
+    (it names no file, and it is shared read-only by contract); the copy works out the rest again.
+
+    Why: a kept load (:data:`KEPT_LOADS`) starts many episodes, and each must own what it may be handed on to."""
+    tree = loaded.tree
+    assert tree is not None
+    moved: dict[int, Any] = {}
+    keep_alive: list[Any] = []  # ids are only unique while the objects live
+
+    def meta_of(meta: Any) -> Any:
+        if meta is None:
+            return None
+        found = moved.get(id(meta))
+        if found is None:
+            found = dict(meta)
+            name = found.get("filename")
+            if isinstance(name, str) and name in names:
+                found["filename"] = names[name]
+            moved[id(meta)] = found
+            keep_alive.append(meta)
+        return found
+
+    # namedtuples made by position (``_replace`` costs several times more): a posting's metadata is its last field,
+    # every directive's its first, a transaction's postings its last
+    def posting_of(posting: Any) -> Any:
+        found = moved.get(id(posting))
+        if found is None:
+            if type(posting) is data.Posting:
+                found = _new_tuple(data.Posting, (*posting[:-1], meta_of(posting[-1])))
+            else:
+                found = posting._replace(meta=meta_of(posting.meta))
+            moved[id(posting)] = found
+            keep_alive.append(posting)
+        return found
+
+    def entry_of(entry: Any) -> Any:
+        found = moved.get(id(entry))
+        if found is None:
+            kind = type(entry)
+            if kind is data.Transaction and isinstance(entry[-1], list):
+                postings = [posting_of(p) for p in entry[-1]]
+                found = _new_tuple(kind, (meta_of(entry[0]), *entry[1:-1], postings))
+            elif getattr(kind, "_fields", ("",))[0] == "meta":
+                found = _new_tuple(kind, (meta_of(entry[0]), *entry[1:]))
+            else:  # pragma: no cover - beancount's directives all start with their metadata
+                found = entry._replace(meta=meta_of(entry.meta))
+            moved[id(entry)] = found
+            keep_alive.append(entry)
+        return found
+
+    def options_of(options: dict[str, Any]) -> dict[str, Any]:
+        out = dict(options)
+        if isinstance(out.get("filename"), str):
+            out["filename"] = names.get(str(out["filename"]), out["filename"])
+        if "dcontext" in out:  # beancount's display context is updated in place by whoever formats with it
+            context = out["dcontext"]
+            found = moved.get(id(context))
+            if found is None:
+                found = moved[id(context)] = copy.deepcopy(context)
+                keep_alive.append(context)
+            out["dcontext"] = found
+        return out
+
+    main = names.get(loaded.main, loaded.main)
+    parses = {
+        names.get(name, name): FileParse(
+            parse.text,
+            [entry_of(e) for e in parse.entries],
+            list(parse.errors),
+            options_of(parse.options),
+            tuple(names.get(n, n) for n in parse.includes),
+            parse.problems,
+        )
+        for name, parse in tree.parses.items()
+    }
+    files = {names.get(name, name): text for name, text in loaded.files.items()}
+    options = options_of(tree.options)
+    options["include"] = sorted(names.get(n, n) for n in tree.options.get("include") or [])
+    new_tree = ParsedTree(
+        list(tree.problems), options, files, os.path.realpath(os.path.dirname(main)), parses, dict(stamps)
+    )
+    old = loaded.addresses
+    addresses = Addresses(
+        {(names.get(f, f), line): a for (f, line), a in old.primary.items()},
+        {k: list(v) for k, v in old.repeated_ids.items()},
+        [(entry_of(t), a) for t, a in old.by_id],
+        {k: list(v) for k, v in old._contents.items()},
+    )
+    state = loaded.memo.get(STATE_MEMO)
+    return LoadedLedger(
+        text=loaded.text,
+        entries=[entry_of(e) for e in loaded.entries],
+        errors=list(loaded.errors),
+        options=dict(options),
+        main=main,
+        files=files,
+        problems=list(loaded.problems),
+        written={(names.get(f, f), line): entry_of(t) for (f, line), t in loaded.written.items()},
+        addresses=addresses,
+        auto_opened=loaded.auto_opened,
+        _by_id={a: entry_of(t) for a, t in loaded._by_id.items()},
+        tree=new_tree,
+        stamps=dict(stamps),
+        memo={} if state is None else {STATE_MEMO: state},
+    )
 
 
 def _renamed(loaded: LoadedLedger, names: dict[str, str], stamps: dict[str, Stamp]) -> LoadedLedger:
