@@ -72,9 +72,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def local_ray():
-    """A local Ray instance (2 CPUs, like the CI machine) shared by a test module; the CLI reuses it."""
+    """A local Ray instance (2 CPUs, like the CI machine) shared by every Ray test of the run (the CLI reuses it):
+    starting and stopping one per module cost several seconds each. A test that shuts it down starts it again."""
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'toolwild[ray]')")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray

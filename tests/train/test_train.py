@@ -263,3 +263,22 @@ def test_without_the_extra_train_says_how_to_install_it(train_suite, tmp_path, m
     assert result.exit_code != 0
     assert "pip install 'toolwild[train]'" in result.output
     assert not (tmp_path / "run").exists()
+
+
+def test_a_read_shares_one_parse_per_file_and_restores_gguf_after_a_failure(base_path, tmp_path):
+    """transformers parses a GGUF three times per read (tokenizer, config, weights); ``load_base`` lets it parse
+    each file once, and puts gguf's own reader back afterwards, also when the read fails."""
+    import gguf
+
+    from toolwild.train.gguf_model import _one_parse_per_file, load_base
+
+    reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    with _one_parse_per_file(gguf):
+        assert gguf.GGUFReader(base_path) is gguf.GGUFReader(str(base_path))
+        assert gguf.GGUFReader(base_path, "c") is not gguf.GGUFReader(base_path, "c")  # a writable map: never shared
+    assert gguf.GGUFReader is reader_class and gguf.get_tensor_name_map is name_map
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 64)
+    with pytest.raises(ConfigError, match=r"broken\.gguf"):
+        load_base(broken)
+    assert gguf.GGUFReader is reader_class and gguf.get_tensor_name_map is name_map

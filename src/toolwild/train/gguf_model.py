@@ -14,8 +14,9 @@ the writer applies it again, so a model read, written and read back has the same
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -124,11 +125,40 @@ half a minute to read the 135M model's GGUF (gguf's reader parses the 49k-token 
 process that trains more than once (a sweep, the tests) would pay it every time."""
 
 
+@contextlib.contextmanager
+def _one_parse_per_file(gguf: Any) -> Iterator[None]:
+    """Within one read, each GGUF file is parsed once and each tensor-name map built once.
+
+    Why: transformers reads a GGUF for the tokenizer, again for the config and again for the weights, and each time
+    gguf-py's reader walks every metadata field in Python (the 49k-token vocabulary and its merges); its weight-name
+    mapping then rebuilds gguf-py's name table once per module of the model (about 400 times). Both are pure (the
+    reader maps the file read-only), so sharing them gives the same model at about half the time. transformers
+    imports both names from the ``gguf`` package at call time, which is what is swapped here, and only for the
+    duration of the read.
+    """
+    reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers: dict[tuple[str, str], Any] = {}
+
+    def shared_reader(path: Any, mode: str = "r") -> Any:
+        key = (str(Path(path).resolve()), mode)
+        if mode != "r":  # a writable (or copy-on-write) map is never shared
+            return reader_class(path, mode)
+        if key not in readers:
+            readers[key] = reader_class(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader, gguf.get_tensor_name_map = shared_reader, functools.cache(name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = reader_class, name_map
+
+
 def _read(path: Path, dtype: str, torch: Any, transformers: Any) -> tuple[Any, dict[str, Any], Any, Any]:
     try:
         # transformers draws its own bars over the GGUF's tensors (plain tqdm, which no setting turns off); the
         # caller's progress bar already says the model is loading, and two bars would interleave
-        with contextlib.redirect_stderr(io.StringIO()):
+        with contextlib.redirect_stderr(io.StringIO()), _one_parse_per_file(_import_gguf()):
             tokenizer = transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
             model = transformers.AutoModelForCausalLM.from_pretrained(
                 str(path.parent), gguf_file=path.name, dtype=getattr(torch, dtype)
