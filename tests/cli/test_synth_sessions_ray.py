@@ -20,15 +20,24 @@ def run(*args: str):
     return CliRunner().invoke(app, ["synth", "sessions", *args])
 
 
-def test_ray_writes_the_suite_of_the_local_executor_over_several_shards(tmp_path):
+@pytest.fixture
+def small_shards(monkeypatch):
+    """Shards of 100 sessions instead of 256 (the ledger's balance block), so that a few hundred sessions make
+    several shards: the tests below use template environments, whose sessions do not depend on each other."""
+    from toolwild.synth import session_job
+
+    monkeypatch.setattr(session_job, "SHARD", 100)
+
+
+def test_ray_writes_the_suite_of_the_local_executor_over_several_shards(tmp_path, small_shards):
     local, remote = tmp_path / "local" / "s.jsonl", tmp_path / "ray" / "s.jsonl"  # one name: the ids come from it
-    common = ("--env", "inventory", "--n", "600", "--no-verify")  # three shards of 256
+    common = ("--env", "inventory", "--n", "300", "--no-verify")  # three shards
     assert run(*common, "--out", str(local)).exit_code == 0
     made = run(*common, "--out", str(remote), "--executor", "ray")
     assert made.exit_code == 0, made.output
     assert remote.read_bytes() == local.read_bytes()
     report = json.loads((tmp_path / "ray" / "s.jsonl.report.json").read_text())
-    assert report["executor"] == "ray" and report["sessions"] == 600
+    assert report["executor"] == "ray" and report["sessions"] == 300
 
 
 def test_a_resumed_ray_run_continues_a_half_done_ledger_block_exactly(tmp_path):
@@ -56,7 +65,7 @@ def test_an_unknown_executor_is_refused(tmp_path):
     assert result.exit_code == 1 and "--executor 'dask'" in result.output
 
 
-def test_a_second_ray_run_makes_no_model_call(tmp_path):
+def test_a_second_ray_run_makes_no_model_call(tmp_path, small_shards):
     """The workers of a local instance share the run's response cache (one SQLite file, many processes)."""
     from fake_openai import FakeOpenAI, Reply, serve_in_thread, writer_echo
 
@@ -66,11 +75,11 @@ def test_a_second_ray_run_makes_no_model_call(tmp_path):
     fake = FakeOpenAI(writer)
     out = tmp_path / "s.jsonl"
     with serve_in_thread(fake) as base_url:
-        args = ("--env", "inventory", "--n", "300", "--out", str(out), "--model", "openai:w", "--base-url", base_url)
+        args = ("--env", "inventory", "--n", "150", "--out", str(out), "--model", "openai:w", "--base-url", base_url)
         first = run(*args, "--executor", "ray", "--no-verify")
         assert first.exit_code == 0, first.output
         calls, suite = fake.calls, out.read_bytes()
-        assert calls > 300
+        assert calls > 150
         second = run(*args, "--executor", "ray", "--no-verify")
         assert second.exit_code == 0, second.output
     assert fake.calls == calls and out.read_bytes() == suite
