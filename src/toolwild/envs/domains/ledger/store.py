@@ -25,7 +25,7 @@ import tempfile
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -438,58 +438,49 @@ def _relocated(loaded: LoadedLedger, names: dict[str, str], stamps: dict[str, St
     moved: dict[int, Any] = {}
     keep_alive: list[Any] = []  # ids are only unique while the objects live
 
-    def meta_of(meta: Any) -> Any:
-        if meta is None:
-            return None
-        found = moved.get(id(meta))
+    def once(obj: Any, make: Callable[[Any], Any]) -> Any:
+        """``make(obj)`` the first time ``obj`` is met, the same copy after (shared objects stay shared)."""
+        found = moved.get(id(obj))
         if found is None:
-            found = dict(meta)
-            name = found.get("filename")
-            if isinstance(name, str) and name in names:
-                found["filename"] = names[name]
-            moved[id(meta)] = found
-            keep_alive.append(meta)
+            found = moved[id(obj)] = make(obj)
+            keep_alive.append(obj)
         return found
+
+    def renamed_meta(meta: Any) -> Any:
+        found = dict(meta)
+        name = found.get("filename")
+        if isinstance(name, str) and name in names:
+            found["filename"] = names[name]
+        return found
+
+    def meta_of(meta: Any) -> Any:
+        return None if meta is None else once(meta, renamed_meta)
 
     # namedtuples made by position (``_replace`` costs several times more): a posting's metadata is its last field,
     # every directive's its first, a transaction's postings its last
-    def posting_of(posting: Any) -> Any:
-        found = moved.get(id(posting))
-        if found is None:
-            if type(posting) is data.Posting:
-                found = _new_tuple(data.Posting, (*posting[:-1], meta_of(posting[-1])))
-            else:
-                found = posting._replace(meta=meta_of(posting.meta))
-            moved[id(posting)] = found
-            keep_alive.append(posting)
-        return found
+    def new_posting(posting: Any) -> Any:
+        if type(posting) is data.Posting:
+            return _new_tuple(data.Posting, (*posting[:-1], meta_of(posting[-1])))
+        return posting._replace(meta=meta_of(posting.meta))
+
+    def new_entry(entry: Any) -> Any:
+        kind = type(entry)
+        if kind is data.Transaction and isinstance(entry[-1], list):
+            postings = [once(p, new_posting) for p in entry[-1]]
+            return _new_tuple(kind, (meta_of(entry[0]), *entry[1:-1], postings))
+        if getattr(kind, "_fields", ("",))[0] == "meta":
+            return _new_tuple(kind, (meta_of(entry[0]), *entry[1:]))
+        return entry._replace(meta=meta_of(entry.meta))  # pragma: no cover - every directive starts with its meta
 
     def entry_of(entry: Any) -> Any:
-        found = moved.get(id(entry))
-        if found is None:
-            kind = type(entry)
-            if kind is data.Transaction and isinstance(entry[-1], list):
-                postings = [posting_of(p) for p in entry[-1]]
-                found = _new_tuple(kind, (meta_of(entry[0]), *entry[1:-1], postings))
-            elif getattr(kind, "_fields", ("",))[0] == "meta":
-                found = _new_tuple(kind, (meta_of(entry[0]), *entry[1:]))
-            else:  # pragma: no cover - beancount's directives all start with their metadata
-                found = entry._replace(meta=meta_of(entry.meta))
-            moved[id(entry)] = found
-            keep_alive.append(entry)
-        return found
+        return once(entry, new_entry)
 
     def options_of(options: dict[str, Any]) -> dict[str, Any]:
         out = dict(options)
         if isinstance(out.get("filename"), str):
             out["filename"] = names.get(str(out["filename"]), out["filename"])
         if "dcontext" in out:  # beancount's display context is updated in place by whoever formats with it
-            context = out["dcontext"]
-            found = moved.get(id(context))
-            if found is None:
-                found = moved[id(context)] = copy.deepcopy(context)
-                keep_alive.append(context)
-            out["dcontext"] = found
+            out["dcontext"] = once(out["dcontext"], copy.deepcopy)
         return out
 
     main = names.get(loaded.main, loaded.main)
